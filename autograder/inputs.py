@@ -1,0 +1,33 @@
+"""Inputs designed to expose bugs: every channel gets its own mean and spread.
+
+Distinct per-channel statistics make reductions over the wrong axes visible; a low spread makes
+the placement and value of ε visible; a large mean breaks the one-pass variance in float32; a
+batch of two makes the biased/unbiased confusion large (a factor of 2).
+"""
+from __future__ import annotations
+
+import torch
+
+
+def channel_input(
+    shape: tuple[int, ...],
+    seed: int,
+    mean: float = 0.0,
+    std: float = 1.0,
+    channel_dim: int = 1,
+) -> torch.Tensor:
+    """A float64 tensor whose channel ``c`` has mean ≈ ``mean + c`` and std ≈ ``std·(1 + c/2)``."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g, dtype=torch.float64)
+    channels = shape[channel_dim] if len(shape) > channel_dim else 1
+    view = [1] * len(shape)
+    if len(shape) > channel_dim:
+        view[channel_dim] = channels
+    c = torch.arange(channels, dtype=torch.float64).reshape(view)
+    return mean + c + std * (1 + c / 2) * x
+
+
+def random_tensor(shape: tuple[int, ...], seed: int, low: float, high: float) -> torch.Tensor:
+    """Uniform values in [low, high), float64, reproducible."""
+    g = torch.Generator().manual_seed(seed)
+    return low + (high - low) * torch.rand(shape, generator=g, dtype=torch.float64)

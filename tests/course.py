@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 import copy
+import os
+import sys
 from pathlib import Path
 
 import nbformat
@@ -76,3 +78,11 @@ def load_namespace(assignment: str, code: str) -> dict:
     exec(compile(setup_source(assignment), "<setup>", "exec"), namespace)
     exec(compile(code, "<submission>", "exec"), namespace)
     return namespace
+
+
+def tool_env() -> dict[str, str]:
+    """The environment for nbgrader and jupyter-book subprocesses: this interpreter's bin first
+    (nbgrader runs `alembic` from PATH; kernels must use the same environment)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env

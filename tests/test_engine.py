@@ -1,0 +1,83 @@
+"""Unit tests of the shared engine: tolerances, op recording, tampering detection."""
+from __future__ import annotations
+
+import pytest
+import torch
+from torch import nn
+
+from autograder import forbidden, integrity
+from autograder.messages import CheckFailed
+from autograder.numerics import discrepancy
+
+
+def test_float64_must_match_to_1e9_of_scale():
+    exact = torch.tensor([1.0, -2.0, 3.0], dtype=torch.float64)
+    assert discrepancy(exact + 1e-12, exact, exact) is None
+    gap = discrepancy(exact + 1e-6, exact, exact)
+    assert gap is not None and gap.max_error == pytest.approx(1e-6)
+
+
+def test_float32_is_judged_by_torchs_own_error_not_a_fixed_atol():
+    exact = torch.full((4,), 1000.0, dtype=torch.float64)
+    torch_result = (exact + 5e-5).float()  # torch itself is 5e-5 off here
+    assert discrepancy((exact + 3e-4).float(), torch_result, exact) is None  # 6x torch: fine
+    assert discrepancy((exact + 0.2).float(), torch_result, exact) is not None  # one-pass variance
+
+
+def test_nan_where_torch_has_a_number_is_a_difference():
+    exact = torch.tensor([1.0, 2.0], dtype=torch.float64)
+    assert discrepancy(torch.tensor([1.0, float("nan")], dtype=torch.float64), exact, exact) is not None
+
+
+@pytest.mark.parametrize("call", [
+    lambda x: torch.nn.functional.batch_norm(x, None, None, training=True),
+    lambda x: torch.batch_norm(x, None, None, None, None, True, 0.1, 1e-5, False),
+    lambda x: torch.ops.aten.native_batch_norm(x, None, None, None, None, True, 0.1, 1e-5)[0],
+    lambda x: torch.nn.functional.layer_norm(x, x.shape[1:]),
+    lambda x: torch.nn.functional.group_norm(x, 1),
+    lambda x: torch.nn.BatchNorm1d(3)(x),
+])
+def test_every_route_to_torch_normalization_is_recorded(call):
+    recorder = forbidden.OpRecorder()
+    with recorder:
+        call(torch.randn(4, 3))
+    assert recorder.normalization_ops(), recorder.ops
+    with pytest.raises(CheckFailed, match="earns no points"):
+        forbidden.report_normalization_ops(recorder.normalization_ops(), "x")
+
+
+def test_plain_tensor_math_is_not_flagged():
+    recorder = forbidden.OpRecorder()
+    with recorder:
+        x = torch.randn(4, 3)
+        var, mean = torch.var_mean(x, dim=0, correction=0)
+        ((x - mean) / (var + 1e-5).sqrt()).norm()
+    assert recorder.normalization_ops() == []
+
+
+def test_subclassing_or_holding_a_torch_norm_is_refused():
+    class Sub(nn.BatchNorm2d):
+        pass
+
+    class Holder(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = nn.GroupNorm(1, 3)
+
+    with pytest.raises(CheckFailed, match="inherits from torch"):
+        forbidden.check_not_torch_norm_class(Sub, "BatchNorm2d")
+    with pytest.raises(CheckFailed, match="contains torch's own `GroupNorm`"):
+        forbidden.check_no_torch_norm_submodule(Holder(), "BatchNorm2d")
+    forbidden.check_not_torch_norm_class(nn.Linear, "Linear")  # an ordinary module is fine
+
+
+def test_rebinding_a_watched_function_is_noticed_and_restored():
+    original = torch.allclose
+    torch.allclose = lambda *a, **k: True
+    try:
+        assert "torch.allclose" in integrity.changed_names()
+        with pytest.raises(CheckFailed, match="torch.allclose"):
+            integrity.check_untampered()
+    finally:
+        integrity.restore()
+    assert torch.allclose is original and integrity.changed_names() == []

@@ -1,0 +1,148 @@
+"""The real nbgrader pipeline on a temporary copy of the course.
+
+generate_assignment must reproduce the committed release; autograde must give the solution
+full marks, the stub zero, bugs partial credit and cheats nothing for the parts they cheat on;
+feedback must show the checks' messages and no hidden test source; export must list the grades.
+Scores are read from the gradebook.
+"""
+from __future__ import annotations
+
+import csv
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import nbformat
+import pytest
+from nbgrader.api import Gradebook
+
+from leaks import html_text, leaked
+from course import REPO, SUBMISSIONS, notebook_with_code, solution_code, source_notebook, tool_env
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = "02_batch_norm"
+NBGRADER = [sys.executable, "-m", "nbgrader"]
+TESTS = ["test_batch_mean_var", "test_training_forward", "test_running_statistics", "test_module_contract"]
+
+
+def catalogue(name: str) -> str:
+    return (SUBMISSIONS / "batch_norm" / f"{name}.py").read_text()
+
+
+def broken_grader_cell() -> str:
+    """A student-added cell that turns every function of the grading package into a no-op."""
+    return (
+        "import sys, types\n"
+        "for name, module in list(sys.modules.items()):\n"
+        "    if name.startswith('autograder'):\n"
+        "        for attr, value in list(vars(module).items()):\n"
+        "            if isinstance(value, types.FunctionType):\n"
+        "                setattr(module, attr, lambda *a, **k: None)\n"
+    )
+
+
+# student id -> (notebook, expected points per test cell in TESTS order)
+def class_of_students() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    release = nbformat.read(REPO / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    solution = solution_code(ASSIGNMENT)
+    return {
+        "solution": (source_notebook(ASSIGNMENT), [2, 3, 3, 2]),
+        "stub": (release, [0, 0, 0, 0]),
+        "welford": (notebook_with_code(ASSIGNMENT, catalogue("correct_welford")), [2, 3, 3, 2]),
+        "running_var_biased": (notebook_with_code(ASSIGNMENT, catalogue("bug_running_var_biased")), [2, 3, 0, 2]),
+        "eps_outside_sqrt": (notebook_with_code(ASSIGNMENT, catalogue("bug_eps_outside_sqrt")), [2, 0, 0, 2]),
+        "no_input_check": (notebook_with_code(ASSIGNMENT, catalogue("bug_no_input_check")), [2, 3, 3, 0]),
+        # Right statistics, torch's own batch norm in the modules.
+        "subclass_cheat": (notebook_with_code(ASSIGNMENT, catalogue("cheat_subclass")), [2, 0, 0, 0]),
+        # A bug plus a cell that disables the grader in the kernel: the clean re-check still fails it.
+        "grader_disabled": (
+            notebook_with_code(ASSIGNMENT, catalogue("bug_running_var_biased"), [broken_grader_cell()]),
+            [2, 3, 0, 2],
+        ),
+        # Correct code that rebinds torch.allclose: nothing is credited after the rebinding.
+        "allclose_rebound": (
+            notebook_with_code(ASSIGNMENT, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"),
+            [0, 0, 0, 0],
+        ),
+        # A notebook that calls sys.exit() in a cell of its own still gets graded.
+        "sys_exit": (notebook_with_code(ASSIGNMENT, solution, ["import sys\nsys.exit(0)"]), [2, 3, 3, 2]),
+        "syntax_error": (notebook_with_code(ASSIGNMENT, "def batch_mean_var(x):\n    return (x.mean(0)"), [0, 0, 0, 0]),
+    }
+
+
+def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(NBGRADER + list(args), cwd=course, capture_output=True, text=True, timeout=1800, env=tool_env())
+
+
+@pytest.fixture(scope="module")
+def course(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("course")
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    shutil.copytree(REPO / "solutions", root / "solutions")
+    done = nbgrader(root, "generate_assignment", ASSIGNMENT, "--force")
+    assert done.returncode == 0, done.stderr
+    return root
+
+
+@pytest.fixture(scope="module")
+def graded(course: Path):
+    students = class_of_students()
+    for student, (nb, _) in students.items():
+        folder = course / "submitted" / student / ASSIGNMENT
+        folder.mkdir(parents=True)
+        nbformat.write(nb, folder / f"{ASSIGNMENT}.ipynb")
+    start = time.monotonic()
+    done = nbgrader(course, "autograde", ASSIGNMENT, "--create", "--force")
+    elapsed = time.monotonic() - start
+    print(f"\nnbgrader autograde: {len(students)} submissions in {elapsed:.1f} s "
+          f"({elapsed / len(students):.1f} s each, nbgrader start-up included)")
+    assert done.returncode == 0, done.stderr[-3000:]
+    return students, done
+
+
+def test_generate_assignment_reproduces_the_committed_release(course):
+    generated = course / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    committed = REPO / "exercises" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb"
+    assert generated.read_bytes() == committed.read_bytes(), (
+        "exercises/ is out of date: run `nbgrader generate_assignment 02_batch_norm --force` and commit it"
+    )
+    assert sorted(p.name for p in generated.parent.iterdir()) == sorted(p.name for p in committed.parent.iterdir())
+
+
+def test_autograde_scores_every_student_as_expected(course, graded):
+    students, _ = graded
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        for student, (_, expected) in students.items():
+            submission = gradebook.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student)
+            points = {g.name: g.score for g in submission.grades}
+            assert [points[t] for t in TESTS] == expected, (student, points)
+
+
+def test_rechecked_cells_say_why_they_lost_their_points(course, graded):
+    nb = nbformat.read(course / "autograded" / "grader_disabled" / ASSIGNMENT / f"{ASSIGNMENT}.ipynb", as_version=4)
+    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_running_statistics")
+    errors = [o for o in cell.outputs if o.output_type == "error"]
+    assert errors and errors[-1].ename == "RecheckFailed"
+    assert "n/(n − 1)" in errors[-1].evalue
+
+
+def test_feedback_shows_messages_but_no_hidden_tests(course, graded):
+    done = nbgrader(course, "generate_feedback", ASSIGNMENT, "--force")
+    assert done.returncode == 0, done.stderr[-3000:]
+    pages = {p.parts[-3]: html_text(p.read_text()) for p in (course / "feedback").glob(f"*/{ASSIGNMENT}/*.html")}
+    assert set(pages) == set(graded[0])
+    for student, text in pages.items():
+        assert leaked(text, kinds=("HIDDEN TESTS",)) == [], student
+        assert "Traceback" not in text and "Cell In[" not in text and "site-packages" not in text, student
+    assert "running_var is off by a factor n/(n − 1)" in pages["running_var_biased"]
+    assert "RecheckFailed" in pages["grader_disabled"]
+
+
+def test_export_lists_every_students_grade(course, graded):
+    done = nbgrader(course, "export", "--to", str(course / "grades.csv"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(course / "grades.csv") as f:
+        rows = {row["student_id"]: float(row["score"]) for row in csv.DictReader(f)}
+    assert rows == {student: float(sum(points)) for student, (_, points) in graded[0].items()}

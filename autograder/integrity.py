@@ -1,18 +1,25 @@
-"""Notice when notebook code has rewritten the functions the checks rely on.
+"""Notice when notebook code has rewritten what the checks rely on, and undo it.
 
-At import (the notebook's locked set-up cell, before any student code) we remember what every
-public name of torch's testing and comparison functions, torch's normalization modules, numpy's
-checks, the builtins and this package points to.  Before each check we compare: a name that now
-points elsewhere means a solution cell reassigned it (``torch.allclose = lambda *a: True``), and
-the check refuses to pass.  Code in the same process could also undo this guard; the clean
-process of :mod:`autograder.isolation` is what makes grading safe, this module makes the
-in-kernel feedback honest.
+When this package loads (the notebook's locked set-up cell, before any student code) it
+remembers what every watched name points to: the public functions and classes of torch, its
+testing and normalization modules, numpy and its testing module, the builtins, and every name
+of every module and class of this package; for Python functions also their code object (so a
+``func.__code__ = ...`` swap is seen too), and which module objects ``sys.modules`` holds for
+this package.  Before each check the current state is compared with that baseline: a name that
+now points elsewhere means a notebook cell reassigned it (``torch.allclose = lambda *a: True``)
+and the check refuses to pass.
+
+Code in the same process could also undo this guard; the clean process of
+:mod:`autograder.isolation` (which calls :func:`restore` and fails every later test cell once
+anything changed) is what makes grading safe.  In the kernel this module keeps the feedback honest.
 """
 from __future__ import annotations
 
 import builtins
+import inspect
 import sys
 import types
+from typing import Callable
 
 import numpy
 import numpy.testing
@@ -49,30 +56,43 @@ _WATCHED_CLASSES = [
     torch.nn.InstanceNorm1d,
     torch.nn.InstanceNorm2d,
 ]
+# Builtins that IPython and ipykernel rebind around every cell they execute.
+_SHELL_BUILTINS = {"input", "exit", "quit", "help", "copyright", "credits", "license", "breakpoint", "display", "get_ipython"}
+_MISSING = object()
+
+
+def _is_grader(name: str) -> bool:
+    return name == "autograder" or name.startswith("autograder.")
 
 
 def _owners() -> list[tuple[str, object]]:
     owners = [(m.__name__, m) for m in _WATCHED_MODULES]
     owners += [(f"{c.__module__}.{c.__qualname__}", c) for c in _WATCHED_CLASSES]
     for name, module in list(sys.modules.items()):
-        if (name == "autograder" or name.startswith("autograder.")) and isinstance(module, types.ModuleType):
+        if _is_grader(name) and isinstance(module, types.ModuleType):
             owners.append((name, module))
+            owners += [
+                (f"{name}.{k}", v) for k, v in vars(module).items()
+                if inspect.isclass(v) and v.__module__ == name
+            ]
     return owners
 
 
-# Builtins that IPython and ipykernel rebind around every cell they execute.
-_SHELL_BUILTINS = {"input", "exit", "quit", "help", "copyright", "credits", "license", "breakpoint", "display", "get_ipython"}
-
-
 def _watched_name(label: str, name: str) -> bool:
-    """Public names and dunders; private names change legitimately (caches, IPython's ``_``)."""
+    """Every name of this package; public names and dunders elsewhere (private ones are caches)."""
+    if _is_grader(label):
+        return True
     if label == "builtins" and name in _SHELL_BUILTINS:
         return False
     return not name.startswith("_") or (name.startswith("__") and name.endswith("__"))
 
 
-# label -> (module or class, {name: trusted object})
-_baseline: dict[str, tuple[object, dict[str, object]]] = {}
+def _code(value: object) -> object:
+    return value.__code__ if isinstance(value, types.FunctionType) else None
+
+
+# label -> (module or class, {name: (trusted object, its code object or None)})
+_baseline: dict[str, tuple[object, dict[str, tuple[object, object]]]] = {}
 
 
 def remember() -> None:
@@ -83,35 +103,60 @@ def remember() -> None:
     """
     for label, owner in _owners():
         if label not in _baseline:
-            names = {k: v for k, v in list(vars(owner).items()) if _watched_name(label, k)}
+            names = {k: (v, _code(v)) for k, v in list(vars(owner).items()) if _watched_name(label, k)}
             _baseline[label] = (owner, names)
 
 
+def guard() -> tuple[Callable[[], list[str]], Callable[[], None]]:
+    """The baseline frozen into two closures, ``changed()`` and ``restore()``.
+
+    They look nothing up in a module or in the builtins when called, so code that runs after
+    this returns cannot disarm them by rebinding names (the clean re-check holds on to them
+    before it runs any student code).
+    """
+    entries = [
+        (label, owner, vars(owner), key, trusted, code)
+        for label, (owner, names) in _baseline.items()
+        for key, (trusted, code) in names.items()
+    ]
+    modules = [
+        (label, owner) for label, (owner, _) in _baseline.items()
+        if isinstance(owner, types.ModuleType) and _is_grader(label)
+    ]
+    loaded, missing, set_attribute = sys.modules, _MISSING, setattr
+
+    def changed() -> list[str]:
+        found = [f"sys.modules['{label}']" for label, owner in modules if loaded.get(label) is not owner]
+        for label, owner, namespace, key, trusted, code in entries:
+            value = namespace.get(key, missing)
+            if value is not trusted or (code is not None and trusted.__code__ is not code):
+                found.append(f"{label}.{key}")
+        return found
+
+    def restore() -> None:
+        for label, owner in modules:
+            loaded[label] = owner
+        for label, owner, namespace, key, trusted, code in entries:
+            if namespace.get(key, missing) is not trusted:
+                set_attribute(owner, key, trusted)
+            if code is not None and trusted.__code__ is not code:
+                trusted.__code__ = code
+
+    return changed, restore
+
+
 def changed_names() -> list[str]:
-    """Watched names whose value is no longer the trusted object (reassigned or deleted)."""
-    changed = []
-    for label, (owner, names) in _baseline.items():
-        now = vars(owner)
-        for key, trusted in names.items():
-            if now.get(key, _MISSING) is not trusted:
-                changed.append(f"{label}.{key}")
-    return changed
+    """What is no longer as trusted: reassigned or deleted names, swapped code, replaced modules."""
+    return guard()[0]()
 
 
 def restore() -> None:
-    """Put every trusted object back where notebook code replaced or deleted it."""
-    for label, (owner, names) in _baseline.items():
-        now = vars(owner)
-        for key, trusted in names.items():
-            if now.get(key, _MISSING) is not trusted:
-                setattr(owner, key, trusted)
-
-
-_MISSING = object()
+    """Put every trusted object (and code object, and grader module) back where it was changed."""
+    guard()[1]()
 
 
 def check_untampered() -> None:
-    """Fail when notebook code reassigned a function the checks or torch's layers rely on."""
+    """Fail when notebook code changed a function the checks or torch's layers rely on."""
     __tracebackhide__ = True
     changed = changed_names()
     if changed:

@@ -6,13 +6,14 @@ package, and a test cell that calls it then passes.  So after nbgrader has execu
 :class:`RecheckInCleanProcess` runs it once more in a child process that
 
 1. starts from the nbgrader process (which never ran student code), with every module of this
-   package already imported and the trusted state of torch, numpy and the builtins remembered;
-2. hides this package from ``sys.modules`` while it runs the notebook's other code cells in order
-   (so ``import autograder`` there gets a fresh copy, and patching that copy changes nothing);
-3. before each test cell (whose source nbgrader has restored from the gradebook) fails it if
-   the cells so far rebound a function of torch, numpy, the builtins or this package
-   (:mod:`autograder.integrity`), puts the trusted objects and modules back, runs it and
-   records whether it raised.
+   package imported and the trusted state of torch, numpy, the builtins and this package
+   remembered (:mod:`autograder.integrity`);
+2. runs the notebook's code cells in order, the test cells with the source nbgrader restored
+   from the gradebook;
+3. before each test cell, checks that the cells so far changed nothing trusted; once anything
+   changed (``torch.allclose`` rebound, a grader function made a no-op, a code object swapped)
+   that test cell and every later one fail, and the trusted objects are put back either way;
+4. records whether each test cell raised.
 
 A test cell earns its points only if it passed in the kernel *and* here.  The child's output is
 discarded, each cell has a time limit, and a child that dies or hangs fails the cells it did
@@ -30,6 +31,7 @@ import sys
 import time
 import types
 
+import nbformat
 from nbgrader import utils
 from nbgrader.preprocessors import NbGraderPreprocessor
 from traitlets import Bool, Integer
@@ -80,7 +82,7 @@ class RecheckInCleanProcess(NbGraderPreprocessor):
                 )
             self.log.warning("Cell %s: %s", cell.metadata.get("nbgrader", {}).get("grade_id"), message)
             cell.outputs.append(
-                {"output_type": "error", "ename": _PREFIX, "evalue": message, "traceback": [f"{_PREFIX}: {message}"]}
+                nbformat.v4.new_output("error", ename=_PREFIX, evalue=message, traceback=[f"{_PREFIX}: {message}"])
             )
         return nb, resources
 
@@ -136,17 +138,11 @@ class _CellTimeout(BaseException):
     pass
 
 
-def _grader_modules() -> dict[str, types.ModuleType]:
+def _load_grader() -> None:
+    """Import every module of this package, so all of it is in the trusted baseline."""
     for info in pkgutil.iter_modules(autograder.__path__, "autograder."):
-        if info.name != "autograder.isolation":
-            importlib.import_module(info.name)
-    return {n: m for n, m in sys.modules.items() if n == "autograder" or n.startswith("autograder.")}
-
-
-def _hide(names) -> None:
-    for name in list(sys.modules):
-        if name in names or name == "autograder" or name.startswith("autograder."):
-            del sys.modules[name]
+        importlib.import_module(info.name)
+    autograder.integrity.remember()
 
 
 def _child_main(cells, path, sender, cell_timeout) -> None:
@@ -157,10 +153,9 @@ def _child_main(cells, path, sender, cell_timeout) -> None:
     os.environ["MPLBACKEND"] = "Agg"
     from IPython.core.inputtransformer2 import TransformerManager
 
-    import autograder.integrity
-
-    trusted = _grader_modules()
-    autograder.integrity.remember()
+    _load_grader()
+    changed, restore = autograder.integrity.guard()  # held before any student code runs
+    send = sender.send
     os.chdir(path)
     sys.path.insert(0, path)
     main = types.ModuleType("__main__")
@@ -172,17 +167,13 @@ def _child_main(cells, path, sender, cell_timeout) -> None:
         raise _CellTimeout(f"cell took longer than {cell_timeout} s")
 
     signal.signal(signal.SIGALRM, on_alarm)
-    _hide(trusted)
     tampered: list[str] = []
     for index, kind, source in cells:
         if kind == "test":
-            tampered = tampered or autograder.integrity.changed_names()
-            autograder.integrity.restore()
-            _hide(trusted)
-            sys.modules.update(trusted)
+            tampered = tampered or changed()
+            restore()
             if tampered:
-                sender.send((index, f"the notebook replaced {', '.join(tampered[:5])}; nothing is credited after that."))
-                _hide(trusted)
+                send((index, f"the notebook replaced {', '.join(tampered[:5])}; nothing is credited after that."))
                 continue
         message = None
         signal.alarm(int(cell_timeout))
@@ -193,7 +184,6 @@ def _child_main(cells, path, sender, cell_timeout) -> None:
         finally:
             signal.alarm(0)
         if kind == "test":
-            sender.send((index, message))
-            _hide(trusted)
-    sender.send(None)
+            send((index, message))
+    send(None)
     sender.close()

@@ -6,10 +6,13 @@ and every bug we know of is off by 1e-6 or more.
 
 A float32 (or half) result is judged against the *exact* answer, torch's layer run in float64
 on the same input and state, allowing ``ERROR_MULTIPLE`` times the error torch itself makes in
-that dtype, but never less than ``FLOAT32_FLOOR`` of the scale.  A fixed ``atol`` against torch
-would fail correct students where torch happens to be accurate and they are merely as good as
-a careful two-pass implementation (at mean 1e3, torch's float32 BatchNorm is ~5e-5 off the exact
-answer, a correct two-pass one ~1.5e-4, the one-pass E[x^2] - E[x]^2 formula ~0.2).
+that dtype, but never less than ``LOW_PRECISION_FLOOR`` of the scale.  A fixed ``atol`` against
+torch would fail correct students where torch happens to be accurate and they are merely as good
+as a careful two-pass implementation (at mean 1e3, torch's float32 BatchNorm is ~5e-5 off the
+exact answer, a correct two-pass one ~1.5e-4, the one-pass E[x^2] - E[x]^2 formula ~0.2).
+Across the correct submissions in tests/submissions the worst ratio to torch's own error is 8.3
+(plain float32 einsum sums); the one-pass formula is more than 1000 times worse, so a multiple
+of 50 separates them with room on both sides.
 """
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 import torch
 
 FLOAT64_RTOL = 1e-9
-ERROR_MULTIPLE = 16.0
+ERROR_MULTIPLE = 50.0
 LOW_PRECISION_FLOOR = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
 
 

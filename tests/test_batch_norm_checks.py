@@ -2,7 +2,7 @@
 
 Every correct submission (the notebook's solution and unusual but correct ones) must pass every
 part; every bug must fail exactly the parts it breaks, with the message that names its
-misconception; every cheat must fail.
+misconception. Cheats are graded in the clean re-check process (tests/test_cheats.py).
 """
 from __future__ import annotations
 

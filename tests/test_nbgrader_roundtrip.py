@@ -55,11 +55,12 @@ def class_of_students() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
         "eps_outside_sqrt": (notebook_with_code(ASSIGNMENT, catalogue("bug_eps_outside_sqrt")), [2, 0, 0, 2]),
         "no_input_check": (notebook_with_code(ASSIGNMENT, catalogue("bug_no_input_check")), [2, 3, 3, 0]),
         # Right statistics, torch's own batch norm in the modules.
-        "subclass_cheat": (notebook_with_code(ASSIGNMENT, catalogue("cheat_subclass")), [2, 0, 0, 0]),
-        # A bug plus a cell that disables the grader in the kernel: the clean re-check still fails it.
+        "subclass_cheat": (notebook_with_code(ASSIGNMENT, catalogue("cheat_subclass_torch")), [2, 0, 0, 0]),
+        # A bug plus a cell that disables the grader in the kernel: the clean re-check notices
+        # the tampering, and nothing after it is credited.
         "grader_disabled": (
             notebook_with_code(ASSIGNMENT, catalogue("bug_running_var_biased"), [broken_grader_cell()]),
-            [2, 3, 0, 2],
+            [0, 0, 0, 0],
         ),
         # Correct code that rebinds torch.allclose: nothing is credited after the rebinding.
         "allclose_rebound": (
@@ -125,7 +126,7 @@ def test_rechecked_cells_say_why_they_lost_their_points(course, graded):
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_running_statistics")
     errors = [o for o in cell.outputs if o.output_type == "error"]
     assert errors and errors[-1].ename == "RecheckFailed"
-    assert "n/(n − 1)" in errors[-1].evalue
+    assert "the notebook replaced autograder." in errors[-1].evalue
 
 
 def test_feedback_shows_messages_but_no_hidden_tests(course, graded):

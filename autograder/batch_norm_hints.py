@@ -120,7 +120,7 @@ def _output_hint(f: Finding) -> str | None:
     if "weight" in f.case.state:
         w, b = _broadcast(f.case.state["weight"], x), _broadcast(f.case.state["bias"], x)
         if matches(xhat * b + w, f.student, f.exact):
-            return "weight and bias are swapped: y = weight·x̂ + bias."
+            return "weight and bias are swapped: scale by weight (γ) and shift by bias (β), y = weight·x̂ + bias."
     return None
 
 

@@ -146,10 +146,13 @@ def run_steps(
         recording = recorder if recorder is not None else contextlib.nullcontext()
         try:
             with recording:
+                original = x.detach().clone()
                 with torch.no_grad() if step.no_grad else torch.enable_grad():
                     out = layer(x)
                 if not isinstance(out, torch.Tensor):
                     raise TypeError(f"forward returned {type(out).__name__}, not a Tensor")
+                if not torch.equal(x.detach(), original):
+                    raise RuntimeError("forward modified its input in place; torch's layer leaves it unchanged")
                 if not step.no_grad and out.requires_grad:
                     (out * upstream_gradient(out, case.dtype)).sum().backward()
         except Exception as error:  # noqa: BLE001 - the student's exception is the observation
@@ -271,6 +274,8 @@ def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspe
         if sv is _MISSING or sv is None:
             what = "missing" if sv is _MISSING else "None"
             return found(aspect, name, None, ev, detail=f"yours is {what}")
+        if not isinstance(sv, torch.Tensor):
+            return found(aspect, name, None, ev, detail=f"yours is a {type(sv).__name__}, not a tensor (register it with register_buffer)")
         if sv.shape != rv.shape:
             return found(aspect, name, sv, ev, detail=f"shape {shape_str(sv.shape)} instead of {shape_str(rv.shape)}")
         if sv.dtype != rv.dtype:

@@ -59,6 +59,17 @@ _WATCHED_CLASSES = [
 # Builtins that IPython and ipykernel rebind around every cell they execute.
 _SHELL_BUILTINS = {"input", "exit", "quit", "help", "copyright", "credits", "license", "breakpoint", "display", "get_ipython"}
 _MISSING = object()
+# Importing torch._dynamo (torch.compile does) rewraps torch.manual_seed with this wrapper's code.
+_DYNAMO_WRAPPER_CODE = torch._disable_dynamo(lambda: None).__code__
+
+
+def _is_dynamo_rewrap(value: object, trusted: object) -> bool:
+    """Torch's own ``_disable_dynamo(trusted)`` wrapper: a legitimate rebinding, not tampering."""
+    return (
+        isinstance(value, types.FunctionType)
+        and value.__code__ is _DYNAMO_WRAPPER_CODE
+        and any(cell.cell_contents is trusted for cell in value.__closure__ or ())
+    )
 
 
 def _is_grader(name: str) -> bool:
@@ -123,13 +134,13 @@ def guard() -> tuple[Callable[[], list[str]], Callable[[], None]]:
         (label, owner) for label, (owner, _) in _baseline.items()
         if isinstance(owner, types.ModuleType) and _is_grader(label)
     ]
-    loaded, missing, set_attribute = sys.modules, _MISSING, setattr
+    loaded, missing, set_attribute, rewrap = sys.modules, _MISSING, setattr, _is_dynamo_rewrap
 
     def changed() -> list[str]:
         found = [f"sys.modules['{label}']" for label, owner in modules if loaded.get(label) is not owner]
         for label, owner, namespace, key, trusted, code in entries:
             value = namespace.get(key, missing)
-            if value is not trusted or (code is not None and trusted.__code__ is not code):
+            if (value is not trusted and not rewrap(value, trusted)) or (code is not None and trusted.__code__ is not code):
                 found.append(f"{label}.{key}")
         return found
 
@@ -137,7 +148,8 @@ def guard() -> tuple[Callable[[], list[str]], Callable[[], None]]:
         for label, owner in modules:
             loaded[label] = owner
         for label, owner, namespace, key, trusted, code in entries:
-            if namespace.get(key, missing) is not trusted:
+            value = namespace.get(key, missing)
+            if value is not trusted and not rewrap(value, trusted):
                 set_attribute(owner, key, trusted)
             if code is not None and trusted.__code__ is not code:
                 trusted.__code__ = code

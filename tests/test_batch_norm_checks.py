@@ -98,6 +98,9 @@ BUGS = {
                              "contract": "missing ['weight', 'bias']"},
     "bug_weight_plain_tensor": {"training": "weight.grad", "running": "weight.grad", "contract": "missing ['weight', 'bias']"},
     "bug_weight_random_init": {"contract": "weight starts at ones"},
+    "bug_nbt_python_int": {"running": "not a tensor", "contract": "missing ['num_batches_tracked']"},
+    "bug_inplace_input": {"running": "modified its input in place"},
+    "bug_weight_bias_swapped": {"training": "weight and bias are swapped", "running": "weight and bias are swapped"},
 }
 
 

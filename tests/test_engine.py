@@ -81,3 +81,9 @@ def test_rebinding_a_watched_function_is_noticed_and_restored():
     finally:
         integrity.restore()
     assert torch.allclose is original and integrity.changed_names() == []
+
+
+def test_torch_compile_rewrapping_manual_seed_is_not_tampering():
+    import torch._dynamo  # noqa: F401 - rebinds torch.manual_seed to torch's own wrapper
+
+    assert integrity.changed_names() == []

@@ -59,6 +59,11 @@ class Case:
     device: torch.device = torch.device("cpu")
     state: dict[str, torch.Tensor] = field(default_factory=dict)  # initial values by torch's names
     note: str = ""  # what the inputs are designed to expose
+    reference: str = ""  # how messages name the reference, when it is not torch.nn.<layer>
+
+    @property
+    def reference_name(self) -> str:
+        return self.reference or f"torch.nn.{self.layer}"
 
     def describe(self) -> str:
         arguments = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
@@ -218,8 +223,8 @@ def compare_case(
     for name in params:
         if not isinstance(getattr(student, name, None), torch.Tensor) and getattr(reference, name) is not None:
             fail(
-                f"{case.describe()}: your {what} has no tensor attribute `{name}`; torch's "
-                f"{case.layer} calls its learnable parameters `weight` (γ) and `bias` (β)."
+                f"{case.describe()}: your {what} has no tensor attribute `{name}`; "
+                f"{case.reference_name} calls its learnable parameters `weight` (γ) and `bias` (β)."
             )
     initial = {n: (None if getattr(exact_reference, n) is None else getattr(exact_reference, n).detach().clone()) for n in buffers}
     recorder = forbidden.OpRecorder()
@@ -307,7 +312,7 @@ def _phrase(finding: Finding, what: str, hint: Hint | None) -> str:
         gap = finding.discrepancy
         index = "[" + ", ".join(str(i) for i in gap.index) + "]"
         body = (
-            f"your {finding.name} differs from torch.nn.{finding.case.layer}'s: max error "
+            f"your {finding.name} differs from {finding.case.reference_name}'s: max error "
             f"{gap.max_error:.3g} at {index} (yours {gap.student_value:.6g}, torch "
             f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
         )

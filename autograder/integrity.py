@@ -2,7 +2,7 @@
 
 When this package loads (the notebook's locked set-up cell, before any student code) it
 remembers what every watched name points to: the public functions and classes of torch, its
-testing and normalization modules, numpy and its testing module, the builtins, and every name
+testing and normalization modules, numpy and its testing module, math, the builtins, and every name
 of every module and class of this package; for Python functions also their code object (so a
 ``func.__code__ = ...`` swap is seen too), and which module objects ``sys.modules`` holds for
 this package.  Before each check the current state is compared with that baseline: a name that
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import builtins
 import inspect
+import math
 import sys
 import types
 from typing import Callable
@@ -30,6 +31,7 @@ import torch.testing
 from autograder.messages import fail
 
 _WATCHED_MODULES = [
+    math,
     torch,
     torch.nn,
     torch.nn.functional,

@@ -1,9 +1,9 @@
 """Grading cost, measured side by side in one run (DESIGN §7); prints times and ratios.
 
-    .venv/bin/python benchmarks/grading.py [--repeat 3] [--students 4]
+    .venv/bin/python benchmarks/grading.py [--assignment 02_batch_norm] [--repeat 3] [--students 4]
 
 * floor: nbclient executes a notebook whose only cell imports torch;
-* notebook: nbclient executes the solution notebook of 02_batch_norm, hidden tests included;
+* notebook: nbclient executes the assignment's solution notebook, hidden tests included;
 * recheck: the clean-process re-check of that notebook (autograder.isolation);
 * visible: one visible test cell's checks, in-process, as a student runs them on CPU;
 * autograde: `nbgrader autograde` of N copies of the solution, per submission, and nbgrader's
@@ -12,6 +12,8 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import shutil
 import statistics
 import subprocess
@@ -25,7 +27,6 @@ from nbclient import NotebookClient
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "tests"))
-ASSIGNMENT = "02_batch_norm"
 
 
 def timed(fn) -> float:
@@ -40,34 +41,33 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
+    parser.add_argument("--assignment", default="02_batch_norm")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--students", type=int, default=4)
     args = parser.parse_args()
+    assignment = args.assignment
 
     import torch
 
-    from autograder import batch_norm as checks
     from autograder.isolation import recheck
     from course import is_test_cell, load_namespace, solution_code, source_notebook, tool_env
 
     torch.set_num_threads(1)
     work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
     floor_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import torch")])
-    solution_nb = source_notebook(ASSIGNMENT)
+    solution_nb = source_notebook(assignment)
     cells = [(i, "test" if is_test_cell(c) else "code", c.source) for i, c in enumerate(solution_nb.cells) if c.cell_type == "code"]
-    ns = load_namespace(ASSIGNMENT, solution_code(ASSIGNMENT))
+    tests = [c.source for c in solution_nb.cells if is_test_cell(c)]
+    namespace = load_namespace(assignment, solution_code(assignment))
+    visible = [src.split("### BEGIN HIDDEN TESTS")[0] for src in tests]
 
     rows: dict[str, list[float]] = {"floor": [], "notebook": [], "recheck": [], "visible": []}
     for _ in range(args.repeat):  # interleaved, so machine noise hits every row alike
         rows["floor"].append(timed(lambda: execute(nbformat.from_dict(floor_nb), work)))
         rows["notebook"].append(timed(lambda: execute(nbformat.from_dict(solution_nb), work)))
         rows["recheck"].append(timed(lambda: recheck(cells, str(work), 600)))
-        rows["visible"].append(max(
-            timed(lambda: checks.check_batch_mean_var(ns["batch_mean_var"])),
-            timed(lambda: checks.check_training_forward(ns["BatchNorm1d"], ns["BatchNorm2d"])),
-            timed(lambda: checks.check_running_statistics(ns["BatchNorm1d"], ns["BatchNorm2d"])),
-            timed(lambda: checks.check_module_contract(ns["BatchNorm1d"], ns["BatchNorm2d"])),
-        ))
+        with contextlib.redirect_stdout(io.StringIO()):
+            rows["visible"].append(max(timed(lambda: exec(src, dict(namespace))) for src in visible))
     median = {k: statistics.median(v) for k, v in rows.items()}
 
     course = work / "course"
@@ -75,18 +75,18 @@ def main() -> None:
     shutil.copy(REPO / "nbgrader_config.py", course)
     shutil.copytree(REPO / "solutions", course / "solutions")
     nbgrader = [sys.executable, "-m", "nbgrader"]
-    subprocess.run(nbgrader + ["generate_assignment", ASSIGNMENT, "--force"], cwd=course, check=True, capture_output=True, env=tool_env())
+    subprocess.run(nbgrader + ["generate_assignment", assignment, "--force"], cwd=course, check=True, capture_output=True, env=tool_env())
     for i in range(args.students):
-        folder = course / "submitted" / f"student{i}" / ASSIGNMENT
+        folder = course / "submitted" / f"student{i}" / assignment
         folder.mkdir(parents=True)
-        nbformat.write(solution_nb, folder / f"{ASSIGNMENT}.ipynb")
+        nbformat.write(solution_nb, folder / f"{assignment}.ipynb")
     startup = timed(lambda: subprocess.run(nbgrader + ["--version"], cwd=course, check=True, capture_output=True, env=tool_env()))
-    total = timed(lambda: subprocess.run(nbgrader + ["autograde", ASSIGNMENT, "--create", "--force"], cwd=course, check=True, capture_output=True, env=tool_env()))
+    total = timed(lambda: subprocess.run(nbgrader + ["autograde", assignment, "--create", "--force"], cwd=course, check=True, capture_output=True, env=tool_env()))
     shutil.rmtree(work, ignore_errors=True)
 
     print(f"median of {args.repeat} interleaved runs, {torch.get_num_threads()} torch thread(s):")
     print(f"  floor (notebook that imports torch)        {median['floor']:6.2f} s")
-    print(f"  02_batch_norm solution, hidden tests        {median['notebook']:6.2f} s   "
+    print(f"  {assignment} solution, hidden tests   {median['notebook']:6.2f} s   "
           f"= floor + {median['notebook'] - median['floor']:.2f} s  (ratio {median['notebook'] / median['floor']:.2f})")
     print(f"  clean-process re-check of that notebook     {median['recheck']:6.2f} s")
     print(f"  slowest visible test cell (in-process)      {median['visible']:6.3f} s")

@@ -10,7 +10,7 @@ import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 SUBMISSIONS = REPO / "tests" / "submissions"
-ASSIGNMENTS = ["02_batch_norm"]
+ASSIGNMENTS = ["01_covariate_shift", "02_batch_norm"]
 
 
 def source_notebook(assignment: str) -> nbformat.NotebookNode:
@@ -86,3 +86,29 @@ def tool_env() -> dict[str, str]:
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
+
+
+def run_parts(namespace: dict, parts: dict, full: bool = True) -> dict[str, str | None]:
+    """Run each graded part's check on a submission: None where it passes, else the message."""
+    from autograder import CheckFailed
+
+    results = {}
+    for part, check in parts.items():
+        try:
+            check(namespace, full)
+        except CheckFailed as failure:
+            results[part] = str(failure)
+        else:
+            results[part] = None
+    return results
+
+
+def recheck_notebook(assignment: str, code: str, path: str, extra_cells=()) -> list[str | None]:
+    """Grade ``code`` the way nbgrader does, in the clean re-check process: one verdict per
+    test cell (None = passed; 'missing: ...' when the process never got there)."""
+    from autograder.isolation import recheck
+
+    nb = notebook_with_code(assignment, code, list(extra_cells))
+    cells = [(i, "test" if is_test_cell(c) else "code", c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
+    verdicts, problem = recheck(cells, path, timeout=120)
+    return [verdicts.get(i, f"missing: {problem}") for i, kind, _ in cells if kind == "test"]

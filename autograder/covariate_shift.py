@@ -1,0 +1,272 @@
+"""Checks for the exercise ``01_covariate_shift``.
+
+``activation_stats`` and ``layer_input`` are measurement tools: they are checked against values
+the grader records with its own hooks and computes with torch, and against the rules every probe
+must follow (:mod:`autograder.probes`). ``distribution_shift`` is checked against the formula
+computed in float64. ``BatchStandardize`` goes through the shared engine against
+``torch.nn.BatchNorm1d(num_features, eps, affine=False, track_running_stats=False)``.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from autograder import engine, forbidden, integrity
+from autograder.batch_norm_hints import hint as batch_norm_hint
+from autograder.devices import available_devices, default_device
+from autograder.engine import FORWARD_ASPECTS, Case, Step
+from autograder.inputs import channel_input
+from autograder.messages import fail
+from autograder.probes import run_tool, sigmoid_mlp
+
+STAT_NAMES = ("mean", "std", "p15", "p50", "p85", "saturated")
+QUANTILES = (0.15, 0.50, 0.85)
+
+
+def _devices(full: bool) -> list[torch.device]:
+    return available_devices() if full else [default_device()]
+
+
+def _dtypes(full: bool) -> list[torch.dtype]:
+    return [torch.float32, torch.float64] if full else [torch.float32]
+
+
+def _recorded_outputs(model: nn.Module, x: torch.Tensor, names: list[str], pre: bool = False) -> dict:
+    """What each named module receives (``pre``) or returns, recorded with the grader's hooks."""
+    seen, handles = {}, []
+    modules = dict(model.named_modules())
+    for name in names:
+        if pre:
+            hook = (lambda n: lambda m, inputs: seen.__setitem__(n, inputs[0].detach().clone()))(name)
+            handles.append(modules[name].register_forward_pre_hook(hook))
+        else:
+            hook = (lambda n: lambda m, inputs, out: seen.__setitem__(n, out.detach().clone()))(name)
+            handles.append(modules[name].register_forward_hook(hook))
+    try:
+        with torch.no_grad():
+            model(x)
+    finally:
+        for h in handles:
+            h.remove()
+    return seen
+
+
+def expected_stats(values: torch.Tensor, saturation: float) -> dict[str, float]:
+    v = values.flatten().double().cpu()
+    q = torch.quantile(v, torch.tensor(QUANTILES, dtype=torch.float64))
+    return {
+        "mean": float(v.mean()),
+        "std": float(v.std(correction=0)),
+        "p15": float(q[0]),
+        "p50": float(q[1]),
+        "p85": float(q[2]),
+        "saturated": float(((v < saturation) | (v > 1 - saturation)).double().mean()),
+    }
+
+
+def _stats_hint(stat: str, got: float, values: torch.Tensor, saturation: float) -> str:
+    v = values.flatten().double().cpu()
+    n = v.numel()
+    if stat == "std":
+        if math.isclose(got, float(v.std(correction=1)), rel_tol=1e-6):
+            return "you return the unbiased standard deviation (÷ (n − 1)); use the population one (correction=0)."
+        if math.isclose(got, float(v.var(correction=0)), rel_tol=1e-6):
+            return "you return the variance; return the standard deviation."
+    if stat.startswith("p"):
+        k = max(1, math.ceil(float(stat[1:]) / 100 * n))
+        if math.isclose(got, float(v.kthvalue(k).values), rel_tol=1e-6):
+            return "that is a nearest-rank percentile; use torch.quantile, which interpolates linearly between ranks."
+        if math.isclose(got, float(torch.quantile(v, float(stat[1:]))), rel_tol=1e-6):
+            return "pass the percentile as a fraction in [0, 1] (0.15), not as a number in [0, 100]."
+        return "percentiles are those of torch.quantile(values, 0.15 / 0.50 / 0.85) over all values of the output."
+    if stat == "saturated":
+        high = float((v > 1 - saturation).double().mean())
+        if math.isclose(got, high, abs_tol=1e-9):
+            return "count both ends: a sigmoid is saturated near 0 as well as near 1 (x < s or x > 1 − s)."
+        return f"the fraction of values below {saturation} or above {1 - saturation}, over all values of the output."
+    return "compute each statistic over all values of the layer's output (every sample and unit together)."
+
+
+def check_activation_stats(activation_stats, full: bool = False) -> None:
+    """``activation_stats(model, x, layer_names, saturation)`` against the grader's own recording."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    configs = [([6, 16, 16, 4], ["act1", "act2"], 0.05, 32, True)]
+    if full:
+        configs += [
+            ([5, 12, 12, 12, 3], ["fc1", "act1", "act3", "fc4"], 0.05, 17, False),
+            ([4, 8, 3], ["act1"], 0.1, 2, True),
+        ]
+    for device in _devices(full):
+        for dtype in _dtypes(full):
+            for seed, (widths, names, saturation, batch, train) in enumerate(configs):
+                model = sigmoid_mlp(widths, seed, device, dtype).train(train)
+                x = channel_input((batch, widths[0]), seed=seed + 10).to(device, dtype)
+                what = (
+                    f"activation_stats on a {len(widths) - 1}-layer sigmoid MLP in "
+                    f"{'training' if train else 'eval'} mode ({str(dtype).replace('torch.', '')}, {device.type}), "
+                    f"layers {names}, saturation {saturation}"
+                )
+                got = run_tool(activation_stats, what, model, x, names, saturation)
+                recorded = _recorded_outputs(model, x, names)
+                if not isinstance(got, dict) or sorted(got) != sorted(names):
+                    fail(f"{what}: return a dict with one entry per requested layer name {names}, got {got!r:.200}.")
+                for name in names:
+                    entry = got[name]
+                    if not isinstance(entry, dict) or sorted(entry) != sorted(STAT_NAMES):
+                        fail(f"{what}: result['{name}'] must be a dict with the keys {list(STAT_NAMES)}, got {entry!r:.200}.")
+                    expected = expected_stats(recorded[name], saturation)
+                    for stat in STAT_NAMES:
+                        value = entry[stat]
+                        if not isinstance(value, float):
+                            fail(f"{what}: result['{name}']['{stat}'] is a {type(value).__name__}; return Python floats (tensor.item()).")
+                        tolerance = 1e-9 if stat == "saturated" else 2e-6 * max(1.0, abs(expected[stat]))
+                        if not abs(value - expected[stat]) <= tolerance:
+                            fail(
+                                f"{what}: result['{name}']['{stat}'] is {value:.7g}, expected {expected[stat]:.7g}.\n"
+                                f"Likely cause: {_stats_hint(stat, value, recorded[name], saturation)}"
+                            )
+    model = sigmoid_mlp([4, 8, 3], 7, default_device(), torch.float32, failing=True)
+    run_tool(activation_stats, "activation_stats on a model whose forward raises", model,
+             torch.randn(5, 4, device=default_device()), ["act1"], 0.05, may_raise=True)
+
+
+def check_layer_input(layer_input, full: bool = False) -> None:
+    """``layer_input(model, layer_name, x)``: what that layer receives, recorded with a pre-hook."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    configs = [([6, 16, 16, 4], "fc2", True)]
+    if full:
+        configs += [([5, 12, 12, 3], "act2", False), ([4, 8, 3], "fc1", True)]
+    for device in _devices(full):
+        for dtype in _dtypes(full):
+            for seed, (widths, name, train) in enumerate(configs):
+                model = sigmoid_mlp(widths, seed + 20, device, dtype).train(train)
+                x = channel_input((9, widths[0]), seed=seed + 30).to(device, dtype)
+                what = f"layer_input(model, '{name}', x) ({str(dtype).replace('torch.', '')}, {device.type})"
+                got = run_tool(lambda m, inp, n: layer_input(m, n, inp), what, model, x, name)
+                expected = _recorded_outputs(model, x, [name], pre=True)[name]
+                if not isinstance(got, torch.Tensor):
+                    fail(f"{what}: return the tensor the layer receives, got {type(got).__name__}.")
+                if got.requires_grad:
+                    fail(f"{what}: the returned tensor requires grad; return it detached (or record it under torch.no_grad()).")
+                if got.shape != expected.shape or got.device.type != expected.device.type or got.dtype != expected.dtype:
+                    fail(f"{what}: returned {got.dtype} {tuple(got.shape)} on {got.device.type}, expected {expected.dtype} {tuple(expected.shape)} on {expected.device.type}.")
+                if not torch.equal(got, expected):
+                    output = _recorded_outputs(model, x, [name])[name]
+                    cause = (
+                        "that is the layer's output; a forward *pre*-hook (register_forward_pre_hook) sees its input."
+                        if output.shape == got.shape and torch.equal(got, output) else
+                        "record inputs[0] in a forward pre-hook on dict(model.named_modules())[layer_name]."
+                    )
+                    fail(f"{what}: the returned tensor is not the layer's input.\nLikely cause: {cause}")
+    model = sigmoid_mlp([4, 8, 3], 8, default_device(), torch.float32, failing=True)
+    run_tool(lambda m, inp, n: layer_input(m, n, inp), "layer_input on a model whose forward raises",
+             model, torch.randn(5, 4, device=default_device()), "fc1", may_raise=True)
+
+
+def expected_shift(before: torch.Tensor, after: torch.Tensor, eps: float = 1e-8) -> dict[str, float]:
+    b, a = before.double().cpu(), after.double().cpu()
+    sd_b, sd_a = b.std(0, correction=0), a.std(0, correction=0)
+    return {
+        "mean_shift": float(((a.mean(0) - b.mean(0)).abs() / (sd_b + eps)).mean()),
+        "scale_shift": float(torch.log((sd_a + eps) / (sd_b + eps)).abs().mean()),
+    }
+
+
+def check_distribution_shift(distribution_shift, full: bool = False) -> None:
+    """``distribution_shift(before, after)`` against the formula, computed in float64."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    pairs = [((64, 5), 0.3, 1.5, False)]
+    if full:
+        pairs += [((3, 4), -2.0, 0.5, False), ((40, 6), 0.0, 1.0, True), ((128, 3), 5.0, 3.0, False)]
+    for device in _devices(full):
+        for dtype in _dtypes(full):
+            for seed, (shape, shift, scale, constant) in enumerate(pairs):
+                before = channel_input(shape, seed=seed + 40)
+                after = shift + scale * channel_input(shape, seed=seed + 50)
+                if constant:
+                    before[:, 0] = 1.5  # a feature that did not vary: σ_before = 0, eps keeps it finite
+                before, after = before.to(device, dtype), after.to(device, dtype)
+                what = (
+                    f"distribution_shift on ({shape[0]}, {shape[1]}) inputs ({str(dtype).replace('torch.', '')}, {device.type})"
+                    + (" with a constant feature in `before`" if constant else "")
+                )
+                try:
+                    got = distribution_shift(before.clone(), after.clone())
+                except Exception as error:  # noqa: BLE001
+                    fail(f"{what} raised {type(error).__name__}: {error}")
+                expected = expected_shift(before, after)
+                if not isinstance(got, dict) or sorted(got) != ["mean_shift", "scale_shift"]:
+                    fail(f"{what}: return {{'mean_shift': float, 'scale_shift': float}}, got {got!r:.200}.")
+                for key, value in got.items():
+                    if not isinstance(value, float) or not math.isfinite(value):
+                        fail(f"{what}: '{key}' is {value!r}; return a finite Python float.")
+                    if not math.isclose(value, expected[key], rel_tol=1e-5, abs_tol=1e-7):
+                        fail(
+                            f"{what}: '{key}' is {value:.7g}, expected {expected[key]:.7g}.\n"
+                            f"Likely cause: {_shift_hint(key, value, before, after)}"
+                        )
+
+
+def _shift_hint(key: str, value: float, before: torch.Tensor, after: torch.Tensor) -> str:
+    b, a = before.double().cpu(), after.double().cpu()
+    if key == "mean_shift":
+        unbiased = float(((a.mean(0) - b.mean(0)).abs() / (b.std(0, correction=1) + 1e-8)).mean())
+        signed = float(((a.mean(0) - b.mean(0)) / (b.std(0, correction=0) + 1e-8)).mean())
+        by_after = float(((a.mean(0) - b.mean(0)).abs() / (a.std(0, correction=0) + 1e-8)).mean())
+        for candidate, cause in (
+            (unbiased, "use the population standard deviation (correction=0) of `before`."),
+            (signed, "take the absolute value of each feature's shift before averaging: opposite shifts must not cancel."),
+            (by_after, "measure the shift in units of the OLD spread, σ_before."),
+        ):
+            if math.isclose(value, candidate, rel_tol=1e-6):
+                return cause
+        return "mean over features of |μ_after − μ_before| / (σ_before + eps), statistics over the batch (dim 0)."
+    signed = float(torch.log((a.std(0, correction=0) + 1e-8) / (b.std(0, correction=0) + 1e-8)).mean())
+    if math.isclose(value, signed, rel_tol=1e-6):
+        return "take |log(σ_after/σ_before)| per feature: a feature that shrinks moved as much as one that grows."
+    return "mean over features of |log((σ_after + eps) / (σ_before + eps))|, population std over the batch."
+
+
+def _reference_standardize(num_features, eps=1e-5, device=None, dtype=None) -> nn.Module:
+    return nn.BatchNorm1d(num_features, eps=eps, affine=False, track_running_stats=False, device=device, dtype=dtype)
+
+
+def _standardize_cases(full: bool) -> list[Case]:
+    steps = ("train", "eval", "train-no-grad")
+    reference = "torch.nn.BatchNorm1d(affine=False, track_running_stats=False)"
+    cases = []
+    for device in _devices(full):
+        def case(shape, kwargs=None, dtype=torch.float64, mean=0.0, std=1.0, note="", seed=0):
+            built = []
+            for i, mode in enumerate(steps):
+                x = channel_input(shape, seed=seed * 100 + i, mean=mean, std=std)
+                built.append(Step("eval" if mode == "eval" else "train", x, mode.endswith("no-grad")))
+            return Case("BatchStandardize", (shape[1],), dict(kwargs or {}), built, dtype, device, {}, note, reference)
+
+        cases += [case((8, 3), seed=1), case((6, 3, 5), seed=2)]
+        if full:
+            cases += [
+                case((2, 4), seed=3, note="N = 2"),
+                case((5, 3), seed=4, std=1e-3, note="low variance (std 1e-3)"),
+                case((5, 3), {"eps": 1e-2}, seed=5, std=0.1, note="std 0.1"),
+                case((64, 4), dtype=torch.float32, mean=1e3, seed=6, note="mean 1e3"),
+                case((16, 3, 7), dtype=torch.float32, seed=7),
+            ]
+    return cases
+
+
+def check_batch_standardize(BatchStandardize, full: bool = False) -> None:
+    """Outputs and input gradients, training and eval mode, against torch's parameter-free BatchNorm1d."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    forbidden.check_not_torch_norm_class(BatchStandardize, "BatchStandardize")
+    for case in _standardize_cases(full):
+        engine.compare_case(BatchStandardize, _reference_standardize, case, FORWARD_ASPECTS, batch_norm_hint, "BatchStandardize")
+
+
+integrity.remember()

@@ -1,0 +1,96 @@
+"""Checks shared by every measurement tool that runs a model with hooks.
+
+A tool that records what happens inside a model must leave the model as it found it: no hook
+left behind (also when the forward raises), the same train/eval mode in every submodule, no
+autograd graph and no gradients, an unchanged input.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+
+import torch
+from torch import nn
+
+from autograder.messages import fail
+
+
+def hook_count(model: nn.Module) -> int:
+    """Forward hooks and pre-hooks on every submodule (torch keeps them in these dicts)."""
+    return sum(len(m._forward_hooks) + len(m._forward_pre_hooks) for m in model.modules())
+
+
+def modes(model: nn.Module) -> dict[str, bool]:
+    return {name: m.training for name, m in model.named_modules()}
+
+
+class GradModeSpy(nn.Module):
+    """Passes its input through and remembers whether autograd was on when it ran."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.grad_enabled: list[bool] = []
+
+    def forward(self, x):
+        self.grad_enabled.append(torch.is_grad_enabled())
+        return x
+
+
+class FailingLayer(nn.Module):
+    """A layer whose forward raises: tools must still remove their hooks."""
+
+    def forward(self, x):
+        raise RuntimeError("this layer fails on purpose")
+
+
+def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = False) -> nn.Sequential:
+    """A named Linear/Sigmoid stack with a grad-mode spy in front: names "spy", "fc1", "act1", ..."""
+    g = torch.Generator().manual_seed(seed)
+    layers: list[tuple[str, nn.Module]] = [("spy", GradModeSpy())]
+    for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
+        linear = nn.Linear(w_in, w_out)
+        with torch.no_grad():
+            linear.weight.copy_(torch.randn(w_out, w_in, generator=g) * (2.5 / w_in ** 0.5))
+            linear.bias.copy_(torch.randn(w_out, generator=g))
+        layers.append((f"fc{i}", linear))
+        if i < len(widths) - 1:
+            layers.append((f"act{i}", nn.Sigmoid()))
+    if failing:
+        layers.append(("broken", FailingLayer()))
+    return nn.Sequential(OrderedDict(layers)).to(device=device, dtype=dtype)
+
+
+def run_tool(tool, what: str, model: nn.Module, x: torch.Tensor, *args, may_raise: bool = False):
+    """Call ``tool(model, x, *args)`` and check it left ``model`` and ``x`` as it found them.
+
+    ``may_raise``: the model's forward fails on purpose; the tool may let the error through (or
+    stop the forward before it, having what it needs), but must clean up either way.
+    """
+    __tracebackhide__ = True
+    hooks, before, x_before = hook_count(model), modes(model), x.clone()
+    spy = model.spy if hasattr(model, "spy") else None
+    if spy is not None:
+        spy.grad_enabled.clear()
+    try:
+        result = tool(model, x, *args)
+    except Exception as error:  # noqa: BLE001
+        if not may_raise:
+            fail(f"{what} raised {type(error).__name__}: {error}")
+        result = error
+    if hook_count(model) != hooks:
+        left = hook_count(model) - hooks
+        fail(
+            f"{what} left {left} hook(s) registered on the model"
+            + (" when the model's forward raised" if may_raise else "")
+            + ". Keep the handles that register_forward_hook returns and call handle.remove() "
+            "in a `finally:` block."
+        )
+    if modes(model) != before:
+        mode = "training" if before[""] else "eval"
+        fail(f"{what} changed the train/eval mode of the model (it was in {mode} mode): measure in the mode you were given.")
+    if spy is not None and any(spy.grad_enabled):
+        fail(f"{what} ran the forward with autograd on: wrap it in `with torch.no_grad():` so no graph is built.")
+    if any(p.grad is not None for p in model.parameters()):
+        fail(f"{what} left gradients in the model's parameters: measuring must not call backward().")
+    if not torch.equal(x, x_before):
+        fail(f"{what} modified its input tensor in place.")
+    return result

@@ -22,14 +22,22 @@ def _regions(source: str, begin: str, end: str) -> list[str]:
 
 
 def secret_lines(kinds=("SOLUTION", "HIDDEN TESTS")) -> set[str]:
-    """Distinctive lines of every solution region and/or hidden test in solutions/."""
-    secrets = set()
+    """Distinctive lines of every solution region and/or hidden test in solutions/.
+
+    A line that also stands outside those regions somewhere (scaffolding students are given,
+    such as ``self.num_features = num_features``) is no secret.
+    """
+    secrets, public = set(), set()
     for assignment in ASSIGNMENTS:
         for cell in source_notebook(assignment).cells:
-            for kind in kinds:
+            hidden = set()
+            for kind in ("SOLUTION", "HIDDEN TESTS"):
                 lines = _regions(cell.source, f"BEGIN {kind}", f"END {kind}")
-                secrets.update(line for line in lines if len(line) >= 24 and not line.startswith("#"))
-    return secrets
+                hidden.update(lines)
+                if kind in kinds:
+                    secrets.update(line for line in lines if len(line) >= 24 and not line.startswith("#"))
+            public.update(line.strip() for line in cell.source.splitlines() if line.strip() not in hidden)
+    return secrets - public
 
 
 def html_text(page: str) -> str:

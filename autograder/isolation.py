@@ -62,6 +62,9 @@ class RecheckInCleanProcess(NbGraderPreprocessor):
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code"
         ]
+        # Cells after the last test cell cannot change a verdict: leave them out.
+        last_test = max((n for n, (_, kind, _) in enumerate(cells) if kind == "test"), default=-1)
+        cells = cells[: last_test + 1]
         if not any(kind == "test" and not _has_error(nb.cells[i]) for i, kind, _ in cells):
             return nb, resources
         path = resources.get("metadata", {}).get("path") or os.getcwd()

@@ -12,6 +12,16 @@ REPO = Path(__file__).resolve().parents[1]
 SUBMISSIONS = REPO / "tests" / "submissions"
 ASSIGNMENTS = ["01_covariate_shift", "02_batch_norm"]
 
+# A student-added cell that turns every function of the grading package into a no-op.
+GRADER_DISABLING_CELL = (
+    "import sys, types\n"
+    "for name, module in list(sys.modules.items()):\n"
+    "    if name.startswith('autograder'):\n"
+    "        for attr, value in list(vars(module).items()):\n"
+    "            if isinstance(value, types.FunctionType):\n"
+    "                setattr(module, attr, lambda *a, **k: None)\n"
+)
+
 
 def source_notebook(assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4)

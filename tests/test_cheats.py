@@ -1,4 +1,4 @@
-"""Cheating submissions, graded the way nbgrader grades them: in the clean re-check process.
+"""Cheating BatchNorm submissions, graded the way nbgrader grades them: in the clean re-check.
 
 They run there and not in pytest's process because some of them disable the grader in the
 process they run in (that is the point of the re-check).
@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.isolation import recheck
-from course import is_test_cell, notebook_with_code, submission_files
+from course import recheck_notebook, submission_files
 
 ASSIGNMENT = "02_batch_norm"
 TAMPERING = {"cheat_patch_assert_close", "cheat_replace_torch_modules", "cheat_patch_autograder"}
@@ -21,10 +20,7 @@ def test_the_catalogue_has_cheats_of_every_kind():
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
-    nb = notebook_with_code(ASSIGNMENT, CHEATS[name].read_text())
-    cells = [(i, "test" if is_test_cell(c) else "code", c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    verdicts, problem = recheck(cells, str(tmp_path), timeout=120)
-    statistics, *modules = [verdicts.get(i, f"missing: {problem}") for i, kind, _ in cells if kind == "test"]
+    statistics, *modules = recheck_notebook(ASSIGNMENT, CHEATS[name].read_text(), str(tmp_path))
     if name in TAMPERING:
         # Tampering comes with the first answer cell, before Part 1's test: nothing is credited.
         assert all(v and "the notebook replaced" in v for v in [statistics, *modules]), (statistics, modules)

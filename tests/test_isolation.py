@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from autograder.isolation import recheck
-from course import is_test_cell, notebook_with_code, solution_code
+from course import GRADER_DISABLING_CELL, is_test_cell, notebook_with_code, solution_code
 
 ASSIGNMENT = "02_batch_norm"
 
@@ -32,15 +32,7 @@ def test_buggy_code_fails_even_when_it_disables_the_grader(tmp_path):
     buggy = solution_code(ASSIGNMENT).replace("var = (centered * centered).mean(dim=dims)",
                                               "var = (centered * centered).sum(dim=dims) / (x.numel() // x.shape[1] - 1)")
     assert buggy != solution_code(ASSIGNMENT)
-    tamper = (
-        "import sys, types\n"
-        "for name, module in list(sys.modules.items()):\n"
-        "    if name.startswith('autograder'):\n"
-        "        for attr, value in list(vars(module).items()):\n"
-        "            if isinstance(value, types.FunctionType):\n"
-        "                setattr(module, attr, lambda *a, **k: None)\n"
-    )
-    verdicts, _ = run(buggy, tmp_path, extra_cells=[tamper])
+    verdicts, _ = run(buggy, tmp_path, extra_cells=[GRADER_DISABLING_CELL])
     assert all(v and "the notebook replaced autograder." in v for v in verdicts), verdicts
 
 

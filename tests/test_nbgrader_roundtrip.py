@@ -19,7 +19,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from leaks import html_text, leaked
-from course import ASSIGNMENTS, REPO, SUBMISSIONS, notebook_with_code, solution_code, source_notebook, tool_env
+from course import ASSIGNMENTS, GRADER_DISABLING_CELL, REPO, SUBMISSIONS, notebook_with_code, solution_code, source_notebook, tool_env
 
 pytestmark = pytest.mark.slow
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -31,18 +31,6 @@ TEST_CELLS = {
 
 def catalogue(assignment: str, name: str) -> str:
     return (SUBMISSIONS / assignment.split("_", 1)[1] / f"{name}.py").read_text()
-
-
-def broken_grader_cell() -> str:
-    """A student-added cell that turns every function of the grading package into a no-op."""
-    return (
-        "import sys, types\n"
-        "for name, module in list(sys.modules.items()):\n"
-        "    if name.startswith('autograder'):\n"
-        "        for attr, value in list(vars(module).items()):\n"
-        "            if isinstance(value, types.FunctionType):\n"
-        "                setattr(module, attr, lambda *a, **k: None)\n"
-    )
 
 
 def edit_test_cell(assignment: str, code: str, grade_id: str) -> nbformat.NotebookNode:
@@ -76,7 +64,7 @@ def batch_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
         "subclass_cheat": (notebook_with_code(a, catalogue(a, "cheat_subclass_torch")), [2, 0, 0, 0]),
         # A bug plus a cell that disables the grader in the kernel: the clean re-check notices
         # the tampering, and nothing after it is credited.
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [broken_grader_cell()]), [0, 0, 0, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
         # Correct code that rebinds torch.allclose: nothing is credited after the rebinding.
         "allclose_rebound": (notebook_with_code(a, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"), [0, 0, 0, 0]),
         # A notebook that calls sys.exit() in a cell of its own still gets graded.
@@ -98,7 +86,7 @@ def covariate_shift_class() -> dict[str, tuple[nbformat.NotebookNode, list[float
         "hooks_not_removed": (notebook_with_code(a, catalogue(a, "bug_hooks_not_removed")), [0, 2, 2, 3]),
         "standardize_unbiased": (notebook_with_code(a, catalogue(a, "bug_standardize_unbiased")), [3, 2, 2, 0]),
         "layer_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_layer_norm_transposed")), [3, 2, 2, 0]),
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [broken_grader_cell()]), [0, 0, 0, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
     }
 
 

@@ -62,9 +62,6 @@ class RecheckInCleanProcess(NbGraderPreprocessor):
             for i, c in enumerate(nb.cells)
             if c.cell_type == "code"
         ]
-        # Cells after the last test cell cannot change a verdict: leave them out.
-        last_test = max((n for n, (_, kind, _) in enumerate(cells) if kind == "test"), default=-1)
-        cells = cells[: last_test + 1]
         if not any(kind == "test" and not _has_error(nb.cells[i]) for i, kind, _ in cells):
             return nb, resources
         path = resources.get("metadata", {}).get("path") or os.getcwd()
@@ -94,7 +91,10 @@ def recheck(cells, path: str, timeout: float, cell_timeout: float = 120) -> tupl
     """Run ``cells`` in a child process; return ``{test cell index: None or message}``.
 
     A missing index means the child did not get to that cell; the second value says why.
+    Cells after the last test cell cannot change a verdict and are not run.
     """
+    last_test = max((n for n, (_, kind, _) in enumerate(cells) if kind == "test"), default=-1)
+    cells = cells[: last_test + 1]
     import torch
 
     method = "spawn" if torch.cuda.is_initialized() else "fork"  # CUDA does not survive fork

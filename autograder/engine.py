@@ -243,22 +243,20 @@ def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspe
     def found(aspect, name, student=None, exact=None, gap=None, detail=""):
         return Finding(case, i, aspect, name, student, exact, gap, state_before, detail)
 
-    if RAISES in aspects or r.error is None:
-        if r.error is not None and s.error is None:
-            return found(
-                RAISES, "raises",
-                detail=f"torch raises {type(r.error).__name__} ({r.error}) but yours returned a result",
+    if r.error is None and s.error is not None:
+        return found(RAISES, "raises", detail=f"yours raised {type(s.error).__name__}: {s.error}")
+    if r.error is not None:  # torch refuses this input: only whether and how yours refuses counts
+        if RAISES not in aspects:
+            return None
+        if s.error is None:
+            detail = f"torch raises {type(r.error).__name__} ({r.error}) but yours returned a result"
+            return found(RAISES, "raises", detail=detail)
+        if not isinstance(s.error, type(r.error)):
+            detail = (
+                f"torch raises {type(r.error).__name__} ({r.error}) but yours raised "
+                f"{type(s.error).__name__}: {s.error}"
             )
-        if r.error is not None and not isinstance(s.error, type(r.error)):
-            return found(
-                RAISES,
-                "raises",
-                detail=f"torch raises {type(r.error).__name__} ({r.error}) but yours raised "
-                f"{type(s.error).__name__}: {s.error}",
-            )
-        if r.error is None and s.error is not None:
-            return found(RAISES, "raises", detail=f"yours raised {type(s.error).__name__}: {s.error}")
-    if r.error is not None or s.error is not None:
+            return found(RAISES, "raises", detail=detail)
         return None
     pairs = []
     if OUTPUT in aspects:
@@ -318,12 +316,3 @@ def _phrase(finding: Finding, what: str, hint: Hint | None) -> str:
         )
     advice = hint(finding) if hint is not None else None
     return f"{where}, {body}" + (f"\nLikely cause: {advice}" if advice else "")
-
-
-def compare_cases(student_cls, reference_cls, cases, aspects=ALL_ASPECTS, hint=None, what=None) -> None:
-    """Check the integrity of the environment, then compare every case (first failure raises)."""
-    __tracebackhide__ = True
-    integrity.check_untampered()
-    forbidden.check_not_torch_norm_class(student_cls, what or getattr(student_cls, "__name__", "your class"))
-    for case in cases:
-        compare_case(student_cls, reference_cls, case, aspects, hint, what)

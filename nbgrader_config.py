@@ -44,6 +44,7 @@ c.Autograde.autograde_preprocessors = [
     Execute,
     RecheckInCleanProcess,
     IgnorePattern,
+    ClearMetadataPreprocessor,
     LimitOutput,
     SaveAutoGrades,
     AssignLatePenalties,

@@ -15,7 +15,7 @@ from autograder.devices import available_devices, default_device
 from autograder.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
 from autograder.inputs import channel_input, random_tensor
 from autograder.messages import fail, shape_str
-from autograder.numerics import discrepancy
+from autograder.numerics import discrepancy, matches
 
 REFERENCES = {"BatchNorm1d": nn.BatchNorm1d, "BatchNorm2d": nn.BatchNorm2d}
 F64, F32 = torch.float64, torch.float32
@@ -108,8 +108,6 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
 
 
 def _statistics_hint(name, value, exact, x, n, dims) -> str | None:
-    from autograder.numerics import matches
-
     if name == "var" and n > 1 and matches(exact * n / (n - 1), value):
         return (
             f"you return the unbiased variance (divide by n − 1 = {n - 1}); BatchNorm normalizes "

@@ -23,7 +23,7 @@ from typing import Callable, Iterable
 import torch
 from torch import nn
 
-from autograder import forbidden, integrity
+from autograder import forbidden
 from autograder.messages import fail, shape_str
 from autograder.numerics import Discrepancy, discrepancy
 

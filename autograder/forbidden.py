@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 
-import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 

@@ -7,7 +7,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 torch.set_num_threads(1)  # small tensors: thread start-up would dominate
 
-import autograder  # noqa: E402  - the trusted baseline is taken here, before any submission runs
+# Importing the grader takes the trusted baseline here, before any submission runs.
 from autograder import integrity  # noqa: E402
 
 

@@ -9,33 +9,19 @@ from __future__ import annotations
 import pytest
 
 from autograder import batch_norm as checks
-from autograder.messages import CheckFailed
-from course import load_namespace, release_notebook, is_solution_cell, solution_code, submission_files
+from course import is_solution_cell, load_namespace, release_notebook, run_parts, solution_code, submission_files
 
 ASSIGNMENT = "02_batch_norm"
-PARTS = ("statistics", "training", "running", "contract")
-
-
-def run_part(namespace: dict, part: str, full: bool = True) -> str | None:
-    """None when the part passes, else the failure message."""
-    bn1d, bn2d = namespace.get("BatchNorm1d"), namespace.get("BatchNorm2d")
-    try:
-        if part == "statistics":
-            checks.check_batch_mean_var(namespace["batch_mean_var"], full=full)
-        elif part == "training":
-            checks.check_training_forward(bn1d, bn2d, full=full)
-        elif part == "running":
-            checks.check_running_statistics(bn1d, bn2d, full=full)
-        else:
-            checks.check_module_contract(bn1d, bn2d, full=full)
-    except CheckFailed as failure:
-        return str(failure)
-    return None
+PARTS = {
+    "statistics": lambda ns, full: checks.check_batch_mean_var(ns["batch_mean_var"], full=full),
+    "training": lambda ns, full: checks.check_training_forward(ns["BatchNorm1d"], ns["BatchNorm2d"], full=full),
+    "running": lambda ns, full: checks.check_running_statistics(ns["BatchNorm1d"], ns["BatchNorm2d"], full=full),
+    "contract": lambda ns, full: checks.check_module_contract(ns["BatchNorm1d"], ns["BatchNorm2d"], full=full),
+}
 
 
 def results(code: str, full: bool = True) -> dict[str, str | None]:
-    namespace = load_namespace(ASSIGNMENT, code)
-    return {part: run_part(namespace, part, full) for part in PARTS}
+    return run_parts(load_namespace(ASSIGNMENT, code), PARTS, full)
 
 
 CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}

@@ -1,7 +1,6 @@
 """The book builds with warnings as errors, every chapter executed, and shows no secret."""
 from __future__ import annotations
 
-import shutil
 import subprocess
 import sys
 import time

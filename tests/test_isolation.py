@@ -1,7 +1,6 @@
 """The clean-process re-check: tampering gains nothing, crashes and hangs cost only the cell."""
 from __future__ import annotations
 
-import pytest
 
 from autograder.isolation import recheck
 from course import GRADER_DISABLING_CELL, is_test_cell, notebook_with_code, solution_code

@@ -226,6 +226,13 @@ def compare_case(
                 f"{case.describe()}: your {what} has no tensor attribute `{name}`; "
                 f"{case.reference_name} calls its learnable parameters `weight` (γ) and `bias` (β)."
             )
+    for name in params + buffers:
+        mine, theirs = getattr(student, name, None), getattr(reference, name)
+        if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor) and mine.shape != theirs.shape:
+            fail(
+                f"{case.describe()}: your `{name}` has shape {shape_str(mine.shape)}, "
+                f"{case.reference_name}'s has {shape_str(theirs.shape)}."
+            )
     initial = {n: (None if getattr(exact_reference, n) is None else getattr(exact_reference, n).detach().clone()) for n in buffers}
     recorder = forbidden.OpRecorder()
     got = run_steps(student, case, params, buffers, case.dtype, recorder)

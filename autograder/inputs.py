@@ -31,3 +31,14 @@ def random_tensor(shape: tuple[int, ...], seed: int, low: float, high: float) ->
     """Uniform values in [low, high), float64, reproducible."""
     g = torch.Generator().manual_seed(seed)
     return low + (high - low) * torch.rand(shape, generator=g, dtype=torch.float64)
+
+
+def sample_input(shape: tuple[int, ...], seed: int, mean: float = 0.0, std: float = 1.0) -> torch.Tensor:
+    """A float64 tensor whose sample ``n`` (dim 0) has mean ≈ ``mean + n`` and std ≈ ``std·(1 + n/2)``,
+    and whose last dimension drifts by ``std/2`` per index, so that statistics over the wrong
+    dimensions (the batch, only the last dim, or one dim too many) give different answers."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(shape, generator=g, dtype=torch.float64)
+    n = torch.arange(shape[0], dtype=torch.float64).reshape([-1] + [1] * (len(shape) - 1))
+    drift = torch.arange(shape[-1], dtype=torch.float64) * (std / 2) if len(shape) > 1 else 0.0
+    return mean + n + std * (1 + n / 2) * (x + drift)

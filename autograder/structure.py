@@ -72,8 +72,17 @@ def _compare_tensors(kind: str, where: str, mine: dict, theirs: dict, advice: st
             )
 
 
-def compare_structure(cls, reference_cls, args, kwargs, device, dtype, what) -> None:
-    """Build both layers with the same arguments and compare everything ``state_dict`` sees."""
+PARAMETER_ADVICE = "Register γ as `weight` and β as `bias` with nn.Parameter, only when affine=True."
+BUFFER_ADVICE = (
+    "Use self.register_buffer(...) for running_mean, running_var and num_batches_tracked, "
+    "only when track_running_stats=True."
+)
+
+
+def compare_structure(cls, reference_cls, args, kwargs, device, dtype, what, attributes=(),
+                      parameter_advice=PARAMETER_ADVICE, buffer_advice=BUFFER_ADVICE) -> None:
+    """Build both layers with the same arguments and compare everything ``state_dict`` sees,
+    plus the public ``attributes`` torch's layer exposes (``eps``, ``normalized_shape``, ...)."""
     __tracebackhide__ = True
     factory = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None}
     where = f"{what}({_call(args, kwargs, device, dtype)})"
@@ -84,15 +93,16 @@ def compare_structure(cls, reference_cls, args, kwargs, device, dtype, what) -> 
     forbidden.check_no_torch_norm_submodule(student, what)
     reference = reference_cls(*args, **kwargs, **factory)
     ref_params, ref_buffers, ref_none_params, ref_none_buffers = _registered(reference)
-    _compare_tensors(
-        "parameter", where, dict(student.named_parameters(recurse=False)), ref_params,
-        "Register γ as `weight` and β as `bias` with nn.Parameter, only when affine=True.",
-    )
-    _compare_tensors(
-        "buffer", where, dict(student.named_buffers(recurse=False)), ref_buffers,
-        "Use self.register_buffer(...) for running_mean, running_var and num_batches_tracked, "
-        "only when track_running_stats=True.",
-    )
+    for name in attributes:
+        mine, theirs = getattr(student, name, _MISSING), getattr(reference, name)
+        if mine is _MISSING or type(mine) is not type(theirs) or mine != theirs:
+            shown = "missing" if mine is _MISSING else f"{mine!r}"
+            fail(
+                f"{where}: attribute `{name}` is {shown}, torch's is {theirs!r}. Code that uses "
+                f"torch's layer reads it; store it the way torch does."
+            )
+    _compare_tensors("parameter", where, dict(student.named_parameters(recurse=False)), ref_params, parameter_advice)
+    _compare_tensors("buffer", where, dict(student.named_buffers(recurse=False)), ref_buffers, buffer_advice)
     for kind, names in (("parameter", ref_none_params), ("buffer", ref_none_buffers)):
         for name in names:
             value = getattr(student, name, _MISSING)

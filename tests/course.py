@@ -10,7 +10,7 @@ import nbformat
 
 REPO = Path(__file__).resolve().parents[1]
 SUBMISSIONS = REPO / "tests" / "submissions"
-ASSIGNMENTS = ["01_covariate_shift", "02_batch_norm"]
+ASSIGNMENTS = ["01_covariate_shift", "02_batch_norm", "03_layer_norm", "04_instance_group_norm", "05_data_vs_layer_norm"]
 
 # A student-added cell that turns every function of the grading package into a no-op.
 GRADER_DISABLING_CELL = (
@@ -82,11 +82,20 @@ def notebook_with_code(assignment: str, code: str, extra_cells: list[str] = ()) 
     return nb
 
 
+def given_sources(assignment: str) -> list[str]:
+    """Locked code cells the notebook gives students (grade ids ``given_*``), in order."""
+    return [c.source for c in source_notebook(assignment).cells
+            if c.cell_type == "code" and nbgrader_meta(c).get("grade_id", "").startswith("given")]
+
+
 def load_namespace(assignment: str, code: str) -> dict:
-    """Run the set-up cell and ``code`` as a notebook would, and return the namespace."""
+    """Run the set-up cell, ``code`` and the given building blocks as a notebook would, and
+    return the namespace."""
     namespace: dict = {"__name__": "__main__"}
     exec(compile(setup_source(assignment), "<setup>", "exec"), namespace)
     exec(compile(code, "<submission>", "exec"), namespace)
+    for source in given_sources(assignment):
+        exec(compile(source, "<given>", "exec"), namespace)
     return namespace
 
 

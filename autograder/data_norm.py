@@ -1,0 +1,967 @@
+"""Checks for the exercise ``05_data_vs_layer_norm``: ``Standardizer`` and ``as_batch_norm``.
+
+Each public function is one graded part; ``full=False`` runs the quick subset a visible test
+cell uses (on the notebook's device), ``full=True`` the whole matrix the hidden tests use (on
+every available device).
+
+The reference is scikit-learn's ``StandardScaler`` computed with torch in float64: one
+statistic per index of axis 1, over every other axis; the population variance (ddof=0); scale 1
+for a feature whose training values are all equal.  ``tests/test_data_norm_checks.py`` asserts
+that it equals ``StandardScaler`` on every configuration used here (images: on the data permuted
+to (N·H·W, C)).  scikit-learn itself is not imported: the clean re-check imports every module of
+this package for every assignment, and importing ``sklearn.preprocessing`` costs about half as
+much as importing torch; torch's functions are in the integrity baseline already.
+
+Parts 2 and 3 judge ``transform`` and ``inverse_transform`` against the student's own fitted
+statistics, and Part 4 gives ``as_batch_norm`` a standardizer fitted by the reference, so a
+mistake in ``fit`` costs Part 1 (and the image statistics of Part 3), not every part.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+from torch.overrides import TorchFunctionMode
+
+from autograder import integrity
+from autograder.devices import available_devices, default_device
+from autograder.inputs import channel_input
+from autograder.messages import fail, shape_str
+from autograder.numerics import FLOAT64_RTOL, LOW_PRECISION_FLOOR, Discrepancy, discrepancy, matches
+
+F64, F32 = torch.float64, torch.float32
+STATISTICS = ("mean_", "var_", "scale_")
+STATISTIC_RTOL = 1e-4  # float32 statistics: see _statistic_gap
+# Tensor methods through which data leaves torch (for numpy, scikit-learn or Python lists).
+CONVERSIONS = ("numpy", "__array__", "tolist", "__dlpack__")
+_MISSING = object()
+
+
+# --- data --------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Data:
+    """One configuration: training data, new data from a shifted distribution, codes to invert."""
+
+    shape: tuple[int, ...]
+    dtype: torch.dtype = F64
+    mean: float = 0.0
+    std: float = 1.0
+    seed: int = 0
+    constant: tuple[tuple[int, float], ...] = ()  # (feature, value): equal in every training sample
+    new_n: int = 0  # batch size of the new data (default: 3 more than the training data)
+    note: str = ""
+
+    def train(self, device) -> torch.Tensor:
+        x = channel_input(self.shape, seed=self.seed, mean=self.mean, std=self.std)
+        for j, value in self.constant:
+            x[:, j] = value
+        return x.to(self.dtype).to(device)
+
+    def new(self, device) -> torch.Tensor:
+        """Data the statistics were not fitted on: another seed, mean and spread."""
+        shape = (self.new_n or self.shape[0] + 3,) + tuple(self.shape[1:])
+        x = channel_input(shape, seed=self.seed + 500, mean=self.mean + 2 * self.std, std=1.5 * self.std)
+        for j, value in self.constant:
+            x[:, j] = value
+            x[0, j] = value + self.std  # where training never varied, new data may
+        return x.to(self.dtype).to(device)
+
+    def codes(self, device) -> torch.Tensor:
+        """Standardized values to map back with ``inverse_transform``."""
+        shape = (self.shape[0] + 1,) + tuple(self.shape[1:])
+        return channel_input(shape, seed=self.seed + 700, mean=-0.5, std=0.8).to(self.dtype).to(device)
+
+    def describe(self, device) -> str:
+        text = f"{str(self.dtype).replace('torch.', '')} data of shape {shape_str(self.shape)} on {torch.device(device).type}"
+        details = []
+        if self.mean:
+            details.append(f"mean {self.mean:g}")
+        if self.std != 1.0:
+            details.append(f"std {self.std:g}")
+        if self.note:
+            details.append(self.note)
+        return text + (f" ({', '.join(details)})" if details else "")
+
+
+def reduce_dims(ndim: int) -> list[int]:
+    """Every axis except the feature/channel axis 1."""
+    return [0] + list(range(2, ndim))
+
+
+def _view(v: torch.Tensor, ndim: int) -> torch.Tensor:
+    """(C,) -> (1, C, 1, ...), to broadcast against data with ``ndim`` dimensions."""
+    return v.reshape([1, -1] + [1] * (ndim - 2))
+
+
+@dataclass
+class Statistics:
+    mean: torch.Tensor
+    var: torch.Tensor
+    scale: torch.Tensor
+    constant: torch.Tensor  # bool: all training values of the feature are equal
+
+    def get(self, name: str) -> torch.Tensor:
+        return {"mean_": self.mean, "var_": self.var, "scale_": self.scale}[name]
+
+
+def statistics(x: torch.Tensor) -> Statistics:
+    """StandardScaler's statistics of ``x``, in ``x``'s dtype and on its device."""
+    dims = reduce_dims(x.dim())
+    var, mean = torch.var_mean(x, dim=dims, correction=0)
+    constant = x.amax(dim=dims) == x.amin(dim=dims)
+    scale = torch.where(constant, torch.ones_like(var), var.sqrt())
+    return Statistics(mean, var, scale, constant)
+
+
+def exact_statistics(x: torch.Tensor) -> Statistics:
+    return statistics(x.detach().to("cpu", F64))
+
+
+def standardized(x: torch.Tensor, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return (x - _view(mean, x.dim())) / _view(scale, x.dim())
+
+
+def _f64(t: torch.Tensor) -> torch.Tensor:
+    return t.detach().to("cpu", F64)
+
+
+def _scale(t: torch.Tensor) -> float:
+    finite = t[torch.isfinite(t)]
+    return max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
+
+
+def _close(got: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype) -> bool:
+    """Whether two results of the student's agree as closely as a correct ``dtype`` result must
+    agree with the reference: 1e-9 (float64) or 1e-5 (float32) of the scale of ``exact``."""
+    g, e = _f64(got), _f64(expected)
+    if g.shape != e.shape or not torch.equal(torch.isfinite(g), torch.isfinite(e)):
+        return False
+    scale = _scale(_f64(exact))
+    if dtype == F64:
+        allowed = FLOAT64_RTOL * scale
+    else:
+        allowed = LOW_PRECISION_FLOOR.get(dtype, 1e-5) * scale
+    finite = torch.isfinite(g)
+    return bool(((g - e).abs()[finite] <= allowed).all())
+
+
+# --- calling the student's code --------------------------------------------------------------
+
+class _ConversionRecorder(TorchFunctionMode):
+    """Records the tensor methods through which data leaves torch while it is active."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: set[str] = set()
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        name = getattr(func, "__name__", "")
+        if name in CONVERSIONS:
+            self.found.add(name)
+        return func(*args, **(kwargs or {}))
+
+
+def _call(what: str, fn, *args, hint=None):
+    """``fn(*args)``, failing with a sentence when it raises or takes the data out of torch."""
+    __tracebackhide__ = True
+    recorder = _ConversionRecorder()
+    error = None
+    try:
+        with recorder:
+            result = fn(*args)
+    except Exception as e:  # noqa: BLE001 - the student's exception is the observation
+        error = e
+    if recorder.found:
+        used = ", ".join(f".{name}()" if name in ("numpy", "tolist") else name for name in sorted(recorder.found))
+        fail(
+            f"{what} took the data out of torch ({used}: numpy, scikit-learn or Python lists). "
+            "The exercise is to compute with torch tensor operations, on the data's device and in "
+            "its dtype (numpy cannot see a GPU). This part earns no points."
+        )
+    if error is not None:
+        advice = hint(error) if hint is not None else None
+        fail(f"{what} raised {type(error).__name__}: {error}" + (f"\nLikely cause: {advice}" if advice else ""))
+    return result
+
+
+def _construct(Standardizer, where: str):
+    __tracebackhide__ = True
+    return _call(f"{where}: Standardizer()", Standardizer)
+
+
+def _fit(Standardizer, x: torch.Tensor, where: str, check_input: bool = True):
+    """A new standardizer fitted on ``x``; fit must return it (and leave ``x`` unchanged: checked
+    in Part 1 only, later parts fit on a copy)."""
+    __tracebackhide__ = True
+    s = _construct(Standardizer, where)
+    kept = x.clone()
+    returned = _call(f"{where}: fit(x)", s.fit, x if check_input else x.clone())
+    if returned is not s:
+        fail(
+            f"{where}: fit(x) returned {type(returned).__name__}, not the standardizer itself. "
+            "End fit with `return self`, so that Standardizer().fit(x).transform(y) works."
+        )
+    _check_unchanged(x, kept, f"{where}: fit(x)")
+    return s
+
+
+def _check_unchanged(x: torch.Tensor, kept: torch.Tensor, what: str) -> None:
+    __tracebackhide__ = True
+    if not torch.equal(x, kept):
+        fail(
+            f"{what} changed its input in place. The caller's data must stay as it was: compute "
+            "`x - mean` into a new tensor instead of `x -= mean`, `x.sub_(...)` or `x[...] = ...` "
+            "(careful: x.to(torch.float64) returns x itself when x is already float64)."
+        )
+
+
+def _attribute(s, name: str, where: str) -> torch.Tensor:
+    __tracebackhide__ = True
+    try:
+        value = getattr(s, name, _MISSING)
+    except Exception as error:  # noqa: BLE001 - a property of the student's that raises
+        fail(f"{where}: reading `{name}` raised {type(error).__name__}: {error}")
+    if value is _MISSING:
+        fail(
+            f"{where}: after fit the standardizer has no attribute `{name}`. fit stores `mean_`, "
+            "`var_` and `scale_`, one value per feature (as scikit-learn's StandardScaler), and `ndim_`."
+        )
+    if not isinstance(value, torch.Tensor):
+        extra = (
+            " Compute the statistics with torch on the data's device, not with numpy."
+            if type(value).__module__.split(".")[0] == "numpy" else ""
+        )
+        fail(f"{where}: `{name}` is a {type(value).__name__}; store a torch tensor.{extra}")
+    return value
+
+
+def _fitted(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
+    """The fitted statistics, checked for type, shape, dtype and device (and ``ndim_``)."""
+    __tracebackhide__ = True
+    found = {}
+    for name in STATISTICS:
+        value = _attribute(s, name, where)
+        expected = (x.shape[1],)
+        if tuple(value.shape) != expected:
+            fail(
+                f"{where}: `{name}` has shape {shape_str(value.shape)}, expected {shape_str(expected)}: "
+                f"one value per {'feature' if x.dim() == 2 else 'channel'}.\nLikely cause: {_shape_hint(tuple(value.shape), x)}"
+            )
+        if value.dtype != x.dtype or value.device != x.device:
+            fail(
+                f"{where}: `{name}` is {value.dtype} on {value.device}, the data {x.dtype} on {x.device}. "
+                "Keep the statistics in the data's dtype and on its device (compute in float64 if you like, "
+                "then convert back), so that transform returns the data's dtype."
+            )
+        found[name] = value
+    ndim = getattr(s, "ndim_", _MISSING)
+    if ndim is _MISSING or isinstance(ndim, bool) or not isinstance(ndim, int) or ndim != x.dim():
+        shown = "missing" if ndim is _MISSING else repr(ndim)
+        fail(
+            f"{where}: `ndim_` is {shown}, expected {x.dim()}: fit also stores the number of dimensions of "
+            "the training data as a Python int (as_batch_norm chooses BatchNorm1d or BatchNorm2d with it)."
+        )
+    return found
+
+
+def _shape_hint(shape: tuple[int, ...], x: torch.Tensor) -> str:
+    n, c = x.shape[0], x.shape[1]
+    dims = tuple(reduce_dims(x.dim()))
+    if shape == ():
+        return f"you reduced over all values at once; reduce over dims {dims} only, keeping axis 1."
+    if x.dim() == 2 and shape == (n,):
+        return "you reduced over dim 1 (the features of each sample); statistics of a feature are over the samples, dim 0."
+    if x.dim() > 2 and shape == tuple(x.shape[1:]):
+        return (
+            "one value per channel *and pixel*: you reduced over dim 0 only, as for (N, D) features. "
+            f"A channel's statistics are over the batch and both spatial axes, dims {dims}."
+        )
+    if x.dim() > 2 and shape == (n,):
+        return f"one value per sample (over dims 1, 2, 3, as LayerNorm does); per-channel statistics reduce over dims {dims}."
+    if x.dim() > 2 and shape == (n, c):
+        return f"one value per sample and channel (over H and W, as InstanceNorm does); reduce over the batch too, dims {dims}."
+    if math.prod(shape) == c:
+        return f"keep the shape ({c},), as StandardScaler does (no keepdim); reshape to {shape_str(_view(torch.zeros(c), x.dim()).shape)} where you broadcast."
+    return f"reduce over every dimension except the channel axis 1, i.e. dims {dims}."
+
+
+def _report(what: str, gap: Discrepancy, expected: str, advice: str | None) -> str:
+    index = "[" + ", ".join(str(i) for i in gap.index) + "]"
+    if math.isinf(gap.max_error):
+        body = f"{what} is {gap.student_value:.6g} at {index}, where {expected} is {gap.expected_value:.6g}."
+    else:
+        body = (
+            f"{what} is off by up to {gap.max_error:.3g} at {index} (yours {gap.student_value:.6g}, "
+            f"{expected} {gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
+        )
+    return body + (f"\nLikely cause: {advice}" if advice else "")
+
+
+# --- hints -----------------------------------------------------------------------------------
+
+def _unbiased_factor(x: torch.Tensor) -> tuple[int, float]:
+    n = x.numel() // x.shape[1]
+    return n, (n / (n - 1) if n > 1 else float("nan"))
+
+
+def _by_reshape(x64: torch.Tensor) -> Statistics:
+    """The statistics of ``x.reshape(-1, C)``: channels mixed, for data with more than 2 dims."""
+    return statistics(x64.reshape(-1, x64.shape[1]))
+
+
+def _large_mean(exact: Statistics) -> bool:
+    return bool((exact.mean.abs() > 100 * exact.var.sqrt()).any())
+
+
+def _statistic_hint(name: str, value: torch.Tensor, x: torch.Tensor, exact: Statistics) -> str:
+    x64, v = _f64(x), _f64(value)
+    dims = tuple(reduce_dims(x.dim()))
+    n, factor = _unbiased_factor(x)
+    varying = ~exact.constant
+    if x.dim() > 2:
+        mixed = _by_reshape(x64)
+        if matches(mixed.get(name), v, exact.get(name)):
+            return (
+                "x.reshape(-1, C) on (N, C, H, W) data mixes the channels (its rows are not pixels). "
+                f"Move the channel axis last first, x.permute(0, 2, 3, 1).reshape(-1, C), or reduce over dims {dims}."
+            )
+    if name == "var_":
+        if n > 1 and matches(exact.var * factor, v, exact.var):
+            return (
+                f"var_ is n/(n − 1) = {factor:.4g} times too large: that is the unbiased variance "
+                f"(÷ (n − 1) = {n - 1}). StandardScaler uses the population variance (÷ n = {n}, ddof=0): "
+                "pass correction=0 (unbiased=False)."
+            )
+        if matches(exact.var.sqrt(), v, exact.var):
+            return "var_ holds the standard deviation; var_ is the variance σ² and scale_ is σ."
+    if name == "scale_":
+        if n > 1 and matches(torch.where(varying, exact.scale * math.sqrt(factor), exact.scale), v, exact.scale):
+            return (
+                f"scale_ is off by a factor √(n/(n − 1)) = {math.sqrt(factor):.4g}: that is the unbiased "
+                f"standard deviation (÷ (n − 1) = {n - 1}). StandardScaler divides by n = {n} (ddof=0): "
+                "pass correction=0 (unbiased=False)."
+            )
+        if matches(torch.where(varying, exact.var, exact.scale), v, exact.scale):
+            return "scale_ holds the variance; it is the standard deviation √var_."
+        if bool(varying.any()) and bool(torch.isfinite(v).all()):
+            inside = (v**2 - exact.var)[varying]
+            outside = (v - exact.var.sqrt())[varying]
+            for implied, formula in ((inside, "√(var_ + ε)"), (outside, "√var_ + ε")):
+                if bool((implied > 0).all()) and float(implied.max()) <= 1.05 * float(implied.min()):
+                    return (
+                        f"scale_ = {formula} with ε ≈ {float(implied.mean()):.1g}. StandardScaler adds no ε: "
+                        "scale_ is √var_, and 1 for a feature whose training values are all equal "
+                        "(that is how it avoids dividing by zero)."
+                    )
+    if name != "mean_" and x.dtype != F64 and _large_mean(exact):
+        return (
+            f"your {str(x.dtype).replace('torch.', '')} {name} is inaccurate for data whose mean is large "
+            f"compared with its spread: E[x²] − E[x]² cancels catastrophically. Subtract the mean before "
+            "squaring (two passes), or compute the statistics in float64 and convert back."
+        )
+    return {
+        "mean_": f"mean_[c] is the mean of all values of feature (channel) c, over dims {dims}.",
+        "var_": f"var_ is the population variance, the mean of (x − mean_)² over dims {dims} (÷ n, ddof=0).",
+        "scale_": "scale_ is √var_, and 1 for a feature whose training values are all equal.",
+    }[name]
+
+
+def _transform_hint(out: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
+                    scale: torch.Tensor, exact_out: torch.Tensor) -> str:
+    x64 = _f64(x)
+    own = exact_statistics(x)
+    nd = x.dim()
+    candidates = [
+        (standardized(x64, own.mean, own.scale),
+         "transform standardized the new data with *its own* mean and spread. transform must reuse "
+         "the statistics fit stored (mean_, scale_): statistics computed on validation or test data "
+         "leak them into the model, and a single sample would always become 0."),
+        ((x64 - _view(mean, nd)) / _view(var, nd), "transform divides by var_; divide by scale_ (the standard deviation)."),
+        ((x64 - _view(mean, nd)) / _view(var.sqrt(), nd),
+         "transform divides by √var_, which is 0 for a constant feature; divide by scale_ (1 there)."),
+        ((x64 - _view(mean, nd)) * _view(scale, nd), "transform multiplies by scale_; standardizing divides by it."),
+        (x64 / _view(scale, nd), "transform forgot to subtract mean_."),
+        (x64 - _view(mean, nd), "transform forgot to divide by scale_."),
+        (x64 * _view(scale, nd) + _view(mean, nd), "transform computes the inverse, z · scale_ + mean_."),
+    ]
+    if nd > 2 and x.shape[-1] == x.shape[1]:
+        last = [1] * (nd - 1) + [-1]
+        candidates.append((
+            (x64 - mean.reshape(last)) / scale.reshape(last),
+            "mean_ and scale_ of shape (C,) broadcast against the *last* axis (W) of (N, C, H, W) data; "
+            "reshape them to (1, C, 1, 1) first.",
+        ))
+    return _closest(candidates, out, exact_out) or "transform(x) is (x − mean_) / scale_, per feature (channel), with the fitted statistics."
+
+
+def _inverse_hint(out: torch.Tensor, z: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
+                  scale: torch.Tensor, exact_out: torch.Tensor) -> str:
+    z64 = _f64(z)
+    nd = z.dim()
+    m, s = _view(mean, nd), _view(scale, nd)
+    own = exact_statistics(z)
+    candidates = [
+        (z64 * s, "inverse_transform forgot to add mean_ back."),
+        (z64 / s + m, "inverse_transform divides by scale_; undoing a division multiplies."),
+        ((z64 + m) * s, "inverse_transform adds mean_ before multiplying; multiply by scale_ first, then add mean_."),
+        (z64 * _view(var, nd) + m, "inverse_transform multiplies by var_; multiply by scale_ (1 for a constant feature)."),
+        (z64 * s - m, "inverse_transform subtracts mean_; it must add it back."),
+        ((z64 - m) / s, "inverse_transform applies the forward transform (x − mean_) / scale_."),
+        (z64 * _view(own.scale, nd) + _view(own.mean, nd),
+         "inverse_transform used statistics of its own input; use the fitted mean_ and scale_."),
+    ]
+    return _closest(candidates, out, exact_out) or "inverse_transform(z) is z · scale_ + mean_, per feature (channel)."
+
+
+def _closest(candidates, out: torch.Tensor, exact_out: torch.Tensor) -> str | None:
+    best, best_distance = None, float("inf")
+    s = _f64(out)
+    for value, explanation in candidates:
+        if value.shape == s.shape and matches(value, out, exact_out):
+            distance = float((value - s).abs().max())
+            if distance < best_distance:
+                best, best_distance = explanation, distance
+    return best
+
+
+# --- Part 1: statistics ------------------------------------------------------------------------
+
+def _devices(full: bool) -> list[torch.device]:
+    return available_devices() if full else [default_device()]
+
+
+def _fit_data(full: bool) -> list[Data]:
+    configs = [
+        Data((12, 5), F64, mean=2.0, std=1e-2, seed=1),
+        Data((12, 5), F32, mean=-3.0, std=2.0, seed=2),
+        Data((3, 4), F64, seed=3, note="N = 3"),
+        Data((64, 4), F32, mean=1e3, seed=6),
+    ]
+    if full:
+        configs += [
+            Data((2, 3), F64, seed=4, note="N = 2"),
+            Data((2, 3), F32, mean=1.0, seed=5, note="N = 2"),
+            Data((200, 6), F64, mean=-5.0, std=3.0, seed=7),
+            Data((9, 1), F64, mean=0.5, seed=8, note="one feature"),
+            Data((7, 3), F32, std=1e-3, seed=9),
+            Data((5, 4), F64, mean=1e3, std=1e-3, seed=10),
+        ]
+    return configs
+
+
+def _statistic_gap(value: torch.Tensor, same: torch.Tensor, exact: torch.Tensor) -> Discrepancy | None:
+    """:func:`numerics.discrepancy`, plus, below float64, a relative allowance per statistic.
+
+    torch's own float32 statistics are accumulated in float64, so "a multiple of torch's error"
+    would demand more than float32 arithmetic gives: a sample-by-sample float32 Welford update is
+    1.4e-5 (relative) off at mean 1e3. ``STATISTIC_RTOL`` accepts that and still fails the
+    one-pass E[x²] − E[x]² formula (4e-2 off there) by a factor of 400.
+    """
+    gap = discrepancy(value, same, exact)
+    if gap is None or value.dtype == F64 or math.isinf(gap.max_error):
+        return gap
+    v, e = _f64(value), _f64(exact)
+    if bool(((v - e).abs() <= STATISTIC_RTOL * e.abs()).all()):
+        return None
+    return gap
+
+
+def _check_statistics(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
+    """mean_, var_, scale_ and ndim_ against the reference; returns copies of the statistics."""
+    __tracebackhide__ = True
+    found = _fitted(s, x, where)
+    exact, same = exact_statistics(x), statistics(x)
+    for name, value in found.items():
+        gap = _statistic_gap(value, same.get(name), exact.get(name))
+        if gap is not None:
+            fail(_report(f"{where}: `{name}`", gap, "StandardScaler's", _statistic_hint(name, value, x, exact)))
+    return {name: value.detach().clone() for name, value in found.items()}
+
+
+def _check_not_kept(s, x: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
+    """Changing the training tensor after fit must not change the statistics."""
+    __tracebackhide__ = True
+    with torch.no_grad():
+        x.mul_(-2.0).add_(7.0)
+    for name, before in kept.items():
+        now = _attribute(s, name, where)
+        if not (isinstance(now, torch.Tensor) and now.shape == before.shape and torch.equal(now, before)):
+            fail(
+                f"{where}: after fit, changing the training tensor in place (x.mul_(-2).add_(7)) changed "
+                f"`{name}`. fit must compute the statistics and store them as new tensors, not keep "
+                "(a view of) the data and compute from it later."
+            )
+
+
+def check_fit(Standardizer, full: bool = False) -> None:
+    """``Standardizer().fit(x)`` on (N, D) data: ``mean_``, ``var_``, ``scale_`` as StandardScaler's."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    for device in _devices(full):
+        for i, data in enumerate(_fit_data(full)):
+            x = data.train(device)
+            where = f"Standardizer().fit(x) on {data.describe(device)}"
+            s = _fit(Standardizer, x, where)
+            kept = _check_statistics(s, x, where)
+            _check_not_kept(s, x, kept, where)
+            if i == 0:  # a second fit replaces the statistics (StandardScaler.fit; partial_fit would combine)
+                other = Data((7, 5), data.dtype, mean=-4.0, std=3.0, seed=data.seed + 900).train(device)
+                again = f"{where}, then fit(x2) on another tensor x2 of shape {shape_str(other.shape)}"
+                returned = _call(f"{again}: fit(x2)", s.fit, other)
+                if returned is not s:
+                    fail(f"{again}: fit returned {type(returned).__name__}, not the standardizer itself (`return self`).")
+                found = _fitted(s, other, again)
+                exact, same = exact_statistics(other), statistics(other)
+                if any(_statistic_gap(found[n], same.get(n), exact.get(n)) is not None for n in STATISTICS):
+                    fail(
+                        f"{again}: the statistics are not those of x2. A new fit replaces the old statistics "
+                        "(as StandardScaler.fit does); it must not combine them with those of the first fit."
+                    )
+
+
+# --- Part 2: transform, inverse_transform, fit_transform, constant features ---------------------
+
+def _transform_data(full: bool) -> list[Data]:
+    configs = [
+        Data((10, 4), F64, mean=1.0, std=0.5, seed=11),
+        Data((7, 5), F64, seed=12, constant=((1, 0.0), (3, 0.1)), note="features 1 and 3 constant, 0 and 0.1"),
+        Data((10, 4), F32, mean=3.0, std=2.0, seed=13),
+    ]
+    if full:
+        configs += [
+            Data((64, 4), F32, mean=1e3, seed=14),
+            Data((2, 3), F64, seed=15, new_n=1, note="N = 2, then a single new sample"),
+            Data((13, 6), F32, seed=16, constant=((0, 0.0), (2, 0.1), (5, 1000.1)), note="features 0, 2, 5 constant"),
+            Data((5, 3), F64, std=1e-3, seed=17, constant=((2, -4.2),), note="feature 2 constant"),
+        ]
+    return configs
+
+
+def _check_output(out, like: torch.Tensor, what: str) -> torch.Tensor:
+    __tracebackhide__ = True
+    if not isinstance(out, torch.Tensor):
+        kind = "a numpy array" if type(out).__module__.split(".")[0] == "numpy" else f"a {type(out).__name__}"
+        fail(f"{what} returned {kind}; return a torch tensor of the input's shape, dtype and device.")
+    if tuple(out.shape) != tuple(like.shape):
+        fail(f"{what} returned shape {shape_str(out.shape)}, expected {shape_str(like.shape)} (the input's).")
+    if out.dtype != like.dtype or out.device != like.device:
+        fail(
+            f"{what} returned {out.dtype} on {out.device} for {like.dtype} input on {like.device}: keep the "
+            "input's dtype and device (statistics in another dtype promote the result)."
+        )
+    return out
+
+
+def _check_same_statistics(s, kept: dict[str, torch.Tensor], what: str) -> None:
+    __tracebackhide__ = True
+    for name, before in kept.items():
+        now = getattr(s, name, None)
+        if not (isinstance(now, torch.Tensor) and now.shape == before.shape and torch.equal(now, before)):
+            fail(
+                f"{what} changed `{name}`: it fitted again, on the data it transforms. Only fit computes "
+                "statistics; transform reuses those of the training data (statistics of validation or "
+                "test data leak them into the model)."
+            )
+
+
+def _check_transform(s, x: torch.Tensor, kept: dict[str, torch.Tensor], where: str, call: str) -> None:
+    """``s.transform(x)`` against (x − mean_) / scale_ with the fitted statistics ``kept``."""
+    __tracebackhide__ = True
+    original = x.clone()
+    what = f"{where}: {call}"
+    out = _check_output(_call(what, s.transform, x, hint=_broadcast_hint(x)), original, what)
+    _check_unchanged(x, original, what)
+    _check_same_statistics(s, kept, what)
+    m, v, sc = (_f64(kept[n]) for n in STATISTICS)
+    exact = standardized(_f64(original), m, sc)
+    gap = discrepancy(out, standardized(original, kept["mean_"], kept["scale_"]), exact)
+    if gap is not None:
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", _transform_hint(out, original, m, v, sc, exact)))
+
+
+def _check_inverse(s, z: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
+    __tracebackhide__ = True
+    original = z.clone()
+    what = f"{where}: inverse_transform(z) for z of shape {shape_str(z.shape)}"
+    out = _check_output(_call(what, s.inverse_transform, z, hint=_broadcast_hint(z)), original, what)
+    _check_unchanged(z, original, what)
+    _check_same_statistics(s, kept, what)
+    m, v, sc = (_f64(kept[n]) for n in STATISTICS)
+    exact = _inverse(_f64(original), m, sc)
+    gap = discrepancy(out, _inverse(original, kept["mean_"], kept["scale_"]), exact)
+    if gap is not None:
+        fail(_report(what, gap, "z · scale_ + mean_", _inverse_hint(out, original, m, v, sc, exact)))
+
+
+def _inverse(z: torch.Tensor, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+    return z * _view(scale, z.dim()) + _view(mean, z.dim())
+
+
+def _broadcast_hint(x: torch.Tensor):
+    def hint(error: Exception) -> str | None:
+        if x.dim() > 2 and "must match the size" in str(error):
+            return (
+                "mean_ and scale_ have shape (C,), which broadcasts against the last axis of "
+                "(N, C, H, W) data; reshape them to (1, C, 1, 1) first."
+            )
+        return None
+    return hint
+
+
+def _constant_hint(scale: float, var: float, j: int, training_value: float) -> str:
+    if scale == 0.0:
+        return (
+            f"scale_ is 0 for feature {j}, whose training values are all {training_value:g}: transform would "
+            "divide 0 by 0 (NaN). StandardScaler gives a feature that does not vary scale 1."
+        )
+    if not math.isfinite(scale):
+        return f"scale_ is {scale} for feature {j}, whose training values are all {training_value:g}; StandardScaler uses scale 1 there."
+    if var > 0 and abs(scale * scale - var) <= 1e-3 * var and scale < 1e-3 * max(1.0, abs(training_value)):
+        return (
+            f"feature {j} has all training values equal ({training_value:g}), but its computed variance is "
+            f"{var:.2g}, a rounding error (the mean of equal numbers can be off in the last bit), so a test "
+            "`var == 0` misses it. Decide 'constant' by comparing values, x.amax(dims) == x.amin(dims), "
+            "and use scale 1 there."
+        )
+    if 0.0 < scale < 0.1 and var == 0.0:
+        return (
+            f"scale_ is {scale:.3g} = √{scale * scale:.1g} for feature {j}, whose training values are all "
+            f"{training_value:g}: adding ε avoids the division by zero, but StandardScaler's rule is scale 1 "
+            "for a constant feature and exactly √var_ for the others."
+        )
+    return f"feature {j} is constant in the training data (all {training_value:g}); StandardScaler gives it scale 1."
+
+
+def _check_constant_features(s, x: torch.Tensor, data: Data, where: str) -> None:
+    __tracebackhide__ = True
+    found = _fitted(s, x, where)
+    exact = exact_statistics(x)
+    scale, var = _f64(found["scale_"]), _f64(found["var_"])
+    tol = 1e-9 if x.dtype == F64 else 1e-5
+    for j, value in data.constant:
+        if not abs(float(scale[j]) - 1.0) <= tol:
+            hint = _constant_hint(float(scale[j]), float(var[j]), j, value)
+            fail(f"{where}: `scale_[{j}]` is {float(scale[j]):.6g}, expected 1.\nLikely cause: {hint}")
+        if not abs(float(var[j]) - float(exact.var[j])) <= tol * max(1.0, abs(value)):
+            fail(
+                f"{where}: `var_[{j}]` is {float(var[j]):.6g} for a feature whose training values are all "
+                f"{value:g}, expected 0. var_ stays the variance; only scale_ becomes 1 there."
+            )
+
+
+def check_transform(Standardizer, full: bool = False) -> None:
+    """``transform``, ``inverse_transform`` and ``fit_transform`` with the fitted statistics, and
+    constant features (scale 1, no NaN)."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    for device in _devices(full):
+        for data in _transform_data(full):
+            x, new, z = data.train(device), data.new(device), data.codes(device)
+            where = f"Standardizer().fit(x) on {data.describe(device)}"
+            s = _fit(Standardizer, x, where, check_input=False)
+            if data.constant:
+                _check_constant_features(s, x, data, where)
+            kept = {name: value.detach().clone() for name, value in _fitted(s, x, where).items()}
+            _check_transform(s, new, kept, where, f"transform(x_new) for new data x_new of shape {shape_str(new.shape)}")
+            _check_transform(s, x.clone(), kept, where, "transform(x)")
+            _check_inverse(s, z, kept, where)
+            _check_fit_transform(Standardizer, x, kept, data, device)
+
+
+def _fit_changes_input(Standardizer, x: torch.Tensor) -> bool:
+    probe = x.clone()
+    try:
+        Standardizer().fit(probe)
+    except Exception:  # noqa: BLE001
+        return False
+    return not torch.equal(probe, x)
+
+
+def _check_fit_transform(Standardizer, x: torch.Tensor, kept: dict[str, torch.Tensor], data: Data, device) -> None:
+    __tracebackhide__ = True
+    where = f"Standardizer().fit_transform(x) on {data.describe(device)}"
+    if _fit_changes_input(Standardizer, x):
+        return  # then fit_transform cannot be right either; Part 1 says why
+    t = _construct(Standardizer, where)
+    original = x.clone()
+    out = _call(where, t.fit_transform, x)
+    _check_unchanged(x, original, where)
+    if out is t:
+        fail(f"{where} returned the standardizer; fit_transform returns the transformed data, fit(x).transform(x).")
+    out = _check_output(out, x, where)
+    found = _fitted(t, x, where)
+    exact = exact_statistics(x)
+    for name in STATISTICS:
+        if not _close(found[name], kept[name], exact.get(name), x.dtype):
+            fail(
+                f"{where}: `{name}` differs from what fit(x) stores. fit_transform(x) is fit(x) followed "
+                "by transform(x): it leaves the same statistics."
+            )
+    m, sc = _f64(found["mean_"]), _f64(found["scale_"])
+    expected = standardized(_f64(x), m, sc)
+    gap = discrepancy(out, standardized(x, found["mean_"], found["scale_"]), expected)
+    if gap is not None:
+        fail(_report(where, gap, "(x − mean_) / scale_", _transform_hint(out, x, m, _f64(found["var_"]), sc, expected)))
+
+
+# --- Part 3: images, one statistic per channel ---------------------------------------------------
+
+def _image_data(full: bool) -> list[Data]:
+    configs = [
+        Data((4, 3, 5, 6), F64, mean=1.0, std=2.0, seed=21, note="H ≠ W ≠ C"),
+        Data((4, 3, 5, 6), F32, seed=22),
+    ]
+    if full:
+        configs += [
+            Data((2, 3, 4, 3), F64, seed=23, note="W = C"),
+            Data((1, 2, 3, 4), F64, seed=24, note="N = 1"),
+            Data((6, 1, 8, 8), F32, mean=0.3, seed=25, note="one channel"),
+            Data((3, 4, 5, 5), F32, mean=1e3, seed=26),
+            Data((2, 3, 2, 2), F64, std=1e-3, seed=27),
+        ]
+    return configs
+
+
+def _as_features(x: torch.Tensor) -> torch.Tensor:
+    """(N, C, H, W) -> (N·H·W, C): every pixel a sample, every channel a feature."""
+    return x.movedim(1, -1).reshape(-1, x.shape[1])
+
+
+def _check_image_statistics(Standardizer, s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
+    """Per-channel statistics: StandardScaler's on (N·H·W, C), or whatever the student's own fit
+    gives on that (N·H·W, C) view (a formula mistake is Part 1's, not the axes')."""
+    __tracebackhide__ = True
+    found = _fitted(s, x, where)
+    exact, same = exact_statistics(x), statistics(x)
+    own = None
+    for name, value in found.items():
+        gap = _statistic_gap(value, same.get(name), exact.get(name))
+        if gap is None:
+            continue
+        if own is None:
+            own = _own_feature_statistics(Standardizer, x)
+        if own is not None and name in own and _close(value, own[name], exact.get(name), x.dtype):
+            continue
+        fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", _statistic_hint(name, value, x, exact)))
+    return {name: value.detach().clone() for name, value in found.items()}
+
+
+def _own_feature_statistics(Standardizer, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    try:
+        s = Standardizer()
+        s.fit(_as_features(x).contiguous())
+        return {n: getattr(s, n) for n in STATISTICS if isinstance(getattr(s, n, None), torch.Tensor)}
+    except Exception:  # noqa: BLE001 - then only the reference counts
+        return {}
+
+
+def _own_feature_output(Standardizer, x: torch.Tensor, data: torch.Tensor, method: str) -> torch.Tensor | None:
+    """What the student's class gives on the (N·H·W, C) views, as images again (None if it fails)."""
+    try:
+        s = Standardizer()
+        s.fit(_as_features(x).contiguous())
+        out = getattr(s, method)(_as_features(data).contiguous())
+        n, c, *spatial = data.shape
+        return out.reshape([n] + spatial + [c]).movedim(-1, 1)
+    except Exception:  # noqa: BLE001 - then only the formula counts
+        return None
+
+
+def _check_image_output(Standardizer, s, x: torch.Tensor, data: torch.Tensor, kept: dict[str, torch.Tensor],
+                        where: str, method: str) -> None:
+    """``transform`` / ``inverse_transform`` on images: the formula with the fitted per-channel
+    statistics, or what the student's class gives on the (N·H·W, C) view (a formula mistake is
+    Part 2's; in-place changes and refitting are Part 2's too)."""
+    __tracebackhide__ = True
+    original = data.clone()
+    call = "transform(x_new) for new images" if method == "transform" else "inverse_transform(z) for z"
+    what = f"{where}: {call} of shape {shape_str(data.shape)}"
+    out = _check_output(_call(what, getattr(s, method), data, hint=_broadcast_hint(data)), original, what)
+    m, v, sc = (_f64(kept[n]) for n in STATISTICS)
+    formula = standardized if method == "transform" else _inverse
+    exact = formula(_f64(original), m, sc)
+    gap = discrepancy(out, formula(original, kept["mean_"], kept["scale_"]), exact)
+    if gap is None:
+        return
+    own = _own_feature_output(Standardizer, x, original, method)
+    if own is not None and _close(out, own, exact, data.dtype):
+        return
+    if method == "transform":
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", _transform_hint(out, original, m, v, sc, exact)))
+    fail(_report(what, gap, "z · scale_ + mean_", _inverse_hint(out, original, m, v, sc, exact)))
+
+
+def check_images(Standardizer, full: bool = False) -> None:
+    """(N, C, H, W) data: one statistic per channel, over the batch and both spatial axes."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    for device in _devices(full):
+        for data in _image_data(full):
+            x, new, z = data.train(device), data.new(device), data.codes(device)
+            where = f"Standardizer().fit(x) on images: {data.describe(device)}"
+            s = _fit(Standardizer, x, where, check_input=False)
+            kept = _check_image_statistics(Standardizer, s, x, where)
+            _check_image_output(Standardizer, s, x, new, kept, where, "transform")
+            s = _fit(Standardizer, x, where, check_input=False)  # as fitted, whatever transform did
+            _check_image_output(Standardizer, s, x, z, kept, where, "inverse_transform")
+
+
+# --- Part 4: the standardizer as a frozen BatchNorm ------------------------------------------------
+
+class FittedStandardizer:
+    """What ``as_batch_norm`` receives in Part 4: a standardizer's fitted attributes, set from the
+    reference, so that Part 4 does not depend on the student's Parts 1-3."""
+
+    def __init__(self, x: torch.Tensor) -> None:
+        exact = exact_statistics(x)
+        self.mean_ = exact.mean.to(x.dtype).to(x.device)
+        self.var_ = exact.var.to(x.dtype).to(x.device)
+        self.scale_ = exact.scale.to(x.dtype).to(x.device)
+        self.ndim_ = x.dim()
+
+    def __repr__(self) -> str:
+        return f"FittedStandardizer(ndim_={self.ndim_}, {self.mean_.numel()} features, {self.mean_.dtype}, {self.mean_.device})"
+
+
+def _batch_norm_data(full: bool) -> list[Data]:
+    configs = [
+        Data((10, 4), F64, mean=1.0, std=1e-2, seed=31, constant=((2, 0.0),), note="feature 2 constant"),
+        Data((3, 3, 4, 5), F32, mean=2.0, std=0.05, seed=32),
+    ]
+    if full:
+        configs += [
+            Data((64, 5), F32, mean=1e3, seed=33),
+            Data((2, 3), F64, seed=34, new_n=1, note="N = 2, then a single new sample"),
+            Data((2, 2, 3, 4), F64, std=1e-3, seed=35, constant=((1, 0.5),), note="channel 1 constant"),
+            Data((5, 1, 4, 4), F32, seed=36, note="one channel"),
+            Data((4, 3, 2, 2), F32, std=1e-3, seed=37),
+        ]
+    return configs
+
+
+def _batch_norm_hint(bn: nn.Module, fitted: FittedStandardizer) -> str:
+    mean, var, scale = _f64(fitted.mean_), _f64(fitted.var_), _f64(fitted.scale_)
+    rm, rv, eps = _f64(bn.running_mean), _f64(bn.running_var), float(bn.eps)
+    w = _f64(bn.weight) if bn.weight is not None else torch.ones_like(mean)
+    b = _f64(bn.bias) if bn.bias is not None else torch.zeros_like(mean)
+
+    def close(a, target):
+        return bool(((a - target).abs() <= 1e-5 * (1 + target.abs())).all())
+
+    bad = (rv + eps <= 0).nonzero()
+    if len(bad):
+        j = int(bad[0])
+        constant = " (a constant feature, var_ = 0)" if float(var[j]) == 0 else ""
+        return (
+            f"running_var + eps is {float(rv[j] + eps):.3g} for feature {j}{constant}, and BatchNorm divides by "
+            "√(running_var + eps). Make running_var + eps equal scale_², which is 1 for a constant feature."
+        )
+    if close(w, torch.ones_like(w)) and close(b, torch.zeros_like(b)) and close(rm, mean):
+        if eps > 0 and (close(rv, scale**2) or close(rv, var)):
+            return (
+                f"BatchNorm divides by √(running_var + eps) with eps = {eps:g}, not by √running_var. Build it with "
+                "eps=0 and running_var = scale_², or keep eps and store running_var = scale_² − eps."
+            )
+        if close(rv, scale):
+            return "running_var holds scale_, a standard deviation; BatchNorm expects a variance, scale_²."
+    if not close(rm, mean) and close(w, torch.ones_like(w)):
+        return "running_mean must be mean_."
+    return (
+        "in eval mode BatchNorm computes (x − running_mean) / √(running_var + eps) · weight + bias; choose "
+        "them so that this is (x − mean_) / scale_: running_mean = mean_, running_var + eps = scale_², "
+        "weight = 1, bias = 0 (or affine=False)."
+    )
+
+
+def _shares_memory(a: torch.Tensor | None, b: torch.Tensor) -> bool:
+    if a is None or a.numel() == 0:
+        return False
+    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
+
+
+def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
+    """``as_batch_norm(standardizer)``: a ``torch.nn.BatchNorm1d``/``2d`` in eval mode whose output
+    is the standardizer's transform."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    for device in _devices(full):
+        for data in _batch_norm_data(full):
+            x, new = data.train(device), data.new(device)
+            fitted = FittedStandardizer(x)
+            kept = {n: getattr(fitted, n).clone() for n in STATISTICS}
+            where = f"as_batch_norm(standardizer) for a standardizer fitted on {data.describe(device)}"
+            bn = _call(where, as_batch_norm, fitted, hint=_attribute_hint)
+            _check_batch_norm_module(bn, fitted, x, where)
+            for name, before in kept.items():
+                if not torch.equal(getattr(fitted, name), before):
+                    fail(f"{where}: as_batch_norm changed the standardizer's `{name}` (in place); leave it as it was.")
+            with torch.no_grad():
+                out = _call(f"{where}: the layer's forward on new data", bn, new)
+            if not isinstance(out, torch.Tensor) or out.shape != new.shape or out.dtype != new.dtype:
+                fail(f"{where}: the layer returned {type(out).__name__} {getattr(out, 'dtype', '')} for {new.dtype} input of shape {shape_str(new.shape)}.")
+            m, sc = _f64(fitted.mean_), _f64(fitted.scale_)
+            exact = standardized(_f64(new), m, sc)
+            gap = discrepancy(out, standardized(new, fitted.mean_, fitted.scale_), exact)
+            if gap is not None:
+                fail(_report(f"{where}: its output on new data of shape {shape_str(new.shape)}", gap,
+                             "the standardizer's transform", _batch_norm_hint(bn, fitted)))
+
+
+def _attribute_hint(error: Exception) -> str | None:
+    if isinstance(error, AttributeError):
+        return "as_batch_norm may use only the fitted attributes mean_, var_, scale_ and ndim_ of the standardizer it receives."
+    return None
+
+
+def _check_batch_norm_module(bn, fitted: FittedStandardizer, x: torch.Tensor, where: str) -> None:
+    __tracebackhide__ = True
+    expected = nn.BatchNorm1d if x.dim() == 2 else nn.BatchNorm2d
+    kind = "(N, D) data" if x.dim() == 2 else "(N, C, H, W) images"
+    if type(bn) is not expected:
+        if isinstance(bn, expected):
+            fail(
+                f"{where}: returned a subclass of torch.nn.{expected.__name__} ({type(bn).__qualname__}). Return "
+                f"torch.nn.{expected.__name__} itself: the point is that torch's own layer does the "
+                "standardization. This part earns no points."
+            )
+        got = type(bn).__name__ if isinstance(bn, nn.Module) else f"a {type(bn).__name__}"
+        fail(f"{where}: returned {got}; for {kind} return a torch.nn.{expected.__name__} (ndim_ = {x.dim()}).")
+    if "forward" in vars(bn) or bn._forward_hooks or bn._forward_pre_hooks:
+        fail(
+            f"{where}: the returned layer has its forward replaced or hooks attached. Return a plain "
+            f"torch.nn.{expected.__name__} whose buffers do the work. This part earns no points."
+        )
+    if bn.num_features != x.shape[1]:
+        fail(f"{where}: the layer has num_features={bn.num_features}, the data {x.shape[1]} features (channels).")
+    if bn.training:
+        fail(
+            f"{where}: the layer is in training mode. There it standardizes every batch with that batch's "
+            "own statistics and overwrites running_mean and running_var; call .eval() before returning it."
+        )
+    if bn.running_mean is None or bn.running_var is None:
+        fail(
+            f"{where}: the layer has no running statistics (track_running_stats=False), so even in eval mode "
+            "it standardizes each batch with its own statistics. Keep track_running_stats=True and set "
+            "running_mean and running_var."
+        )
+    for name in ("running_mean", "running_var", "weight", "bias"):
+        t = getattr(bn, name)
+        if t is not None and (t.dtype != x.dtype or t.device != x.device):
+            fail(
+                f"{where}: the layer's `{name}` is {t.dtype} on {t.device}, the standardizer's statistics "
+                f"{x.dtype} on {x.device}. Build it with device=mean_.device and dtype=mean_.dtype "
+                "(a new BatchNorm is float32 on the CPU)."
+            )
+        for stat in STATISTICS:
+            if t is not None and _shares_memory(t, getattr(fitted, stat)):
+                fail(
+                    f"{where}: the layer's `{name}` shares memory with the standardizer's `{stat}`; training "
+                    "the layer later would change the standardizer too. Give the layer copies "
+                    "(buffer.copy_(...) or .clone())."
+                )
+
+
+integrity.remember()

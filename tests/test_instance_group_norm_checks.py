@@ -1,0 +1,86 @@
+"""The GroupNorm and InstanceNorm2d checks on the catalogue in tests/submissions/instance_group_norm/.
+
+Correct submissions pass every part; each bug fails exactly the parts it breaks, with the phrase
+that names its misconception; cheats are graded in the clean re-check, as nbgrader grades them.
+"""
+from __future__ import annotations
+
+import pytest
+
+from autograder import instance_group_norm as checks
+from course import is_solution_cell, load_namespace, recheck_notebook, release_notebook, run_parts, solution_code, submission_files
+
+ASSIGNMENT = "04_instance_group_norm"
+PARTS = {
+    "gn_forward": lambda ns, full: checks.check_group_norm_forward(ns["GroupNorm"], full=full),
+    "gn_contract": lambda ns, full: checks.check_group_norm_contract(ns["GroupNorm"], full=full),
+    "in_forward": lambda ns, full: checks.check_instance_norm_forward(ns["InstanceNorm2d"], full=full),
+    "in_contract": lambda ns, full: checks.check_instance_norm_contract(ns["InstanceNorm2d"], full=full),
+}
+CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}
+CORRECT["notebook_solution"] = solution_code(ASSIGNMENT)
+
+BUGS = {
+    "bug_gn_batch_mixed": {"gn_forward": "mix the samples of the batch"},
+    "bug_gn_eps_outside_sqrt": {"gn_forward": "inside the square root"},
+    "bug_gn_no_divisibility_check": {"gn_contract": "must be divisible by num_groups"},
+    "bug_gn_per_group_affine": {"gn_forward": "your `weight` has shape (8), torch.nn.GroupNorm's has (32)",
+                                "gn_contract": "parameter `weight` has shape (4,), torch's has (8,)"},
+    "bug_gn_strided_groups": {"gn_forward": "strided"},
+    "bug_gn_unbiased": {"gn_forward": "unbiased variance"},
+    "bug_gn_view": {"gn_forward": "use x.reshape"},
+    "bug_in_batch_statistics": {"in_forward": "that is BatchNorm"},
+    "bug_in_batchnorm_defaults": {"in_forward": "differs from torch.nn.InstanceNorm2d's",
+                                  "in_contract": "attribute `affine` is True, torch's is False"},
+    "bug_in_counts_batches": {"in_forward": "never counts batches"},
+    "bug_in_eval_ignores_running_stats": {"in_forward": "eval mode normalizes with running_mean and running_var"},
+    "bug_in_no_unbatched_input": {"in_forward": "unbatched (C, H, W)", "in_contract": "unbatched (C, H, W)"},
+    "bug_in_running_var_biased": {"in_forward": "per-instance *unbiased* variances"},
+    "bug_in_running_var_from_all_values": {"in_forward": "not the variance of all N·H·W values"},
+}
+CHEATS = {
+    "cheat_functional_group_norm": ["gn_forward", "gn_contract"],
+    "cheat_group_norm_holds_torch_module": ["gn_forward", "gn_contract"],
+    "cheat_instance_via_batch_norm": ["in_forward", "in_contract"],
+    "cheat_subclass_instance_norm": ["in_forward", "in_contract"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_submission_passes_every_part(name):
+    namespace = load_namespace(ASSIGNMENT, CORRECT[name])
+    assert run_parts(namespace, PARTS) == dict.fromkeys(PARTS)
+    assert run_parts(namespace, PARTS, full=False) == dict.fromkeys(PARTS)
+
+
+def test_every_catalogue_file_has_an_expectation():
+    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "bug")) == sorted(BUGS)
+    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "cheat")) == sorted(CHEATS)
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_bug_fails_the_part_it_breaks_with_its_misconception(name):
+    path = next(p for p in submission_files(ASSIGNMENT, "bug") if p.stem == name)
+    got = run_parts(load_namespace(ASSIGNMENT, path.read_text()), PARTS)
+    for part in PARTS:
+        if part in BUGS[name]:
+            assert got[part] is not None and BUGS[name][part] in got[part], (part, got[part])
+        else:
+            assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_earns_nothing_for_the_part_it_cheats_on(name, tmp_path):
+    path = next(p for p in submission_files(ASSIGNMENT, "cheat") if p.stem == name)
+    verdicts = dict(zip(PARTS, recheck_notebook(ASSIGNMENT, path.read_text(), str(tmp_path))))
+    for part, verdict in verdicts.items():
+        if part in CHEATS[name]:
+            assert verdict and "earns no points" in verdict, (part, verdict)
+        else:
+            assert verdict is None, (part, verdict)
+
+
+def test_the_released_stub_fails_every_part():
+    stub = "\n\n".join(c.source for c in release_notebook(ASSIGNMENT).cells if is_solution_cell(c))
+    got = run_parts(load_namespace(ASSIGNMENT, stub), PARTS, full=False)
+    assert all(message and "NotImplementedError" in message for message in got.values()), got

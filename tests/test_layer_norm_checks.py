@@ -1,0 +1,107 @@
+"""The LayerNorm and SigLIP checks on the catalogue in tests/submissions/layer_norm/, and the
+stored SigLIP reference against a live run of Hugging Face ``transformers``.
+
+Correct submissions pass every part; each bug fails exactly the parts it breaks, with the phrase
+that names its misconception; cheats are graded in the clean re-check, as nbgrader grades them.
+"""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from autograder import layer_norm as checks
+from autograder import siglip_reference
+from course import is_solution_cell, load_namespace, recheck_notebook, release_notebook, run_parts, solution_code, submission_files
+
+ASSIGNMENT = "03_layer_norm"
+PARTS = {
+    "forward": lambda ns, full: checks.check_forward(ns["LayerNorm"], full=full),
+    "contract": lambda ns, full: checks.check_module_contract(ns["LayerNorm"], full=full),
+    "siglip": lambda ns, full: checks.check_siglip_encoder(ns["SiglipVisionTransformer"], ns["LayerNorm"], full=full),
+}
+CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}
+CORRECT["notebook_solution"] = solution_code(ASSIGNMENT)
+
+LN_WRONG = "your LayerNorm itself differs from torch.nn.LayerNorm"
+BUGS = {
+    "bug_affine_off_keeps_parameters": {"contract": "torch has the parameters none"},
+    "bug_batch_statistics": {"forward": "over the batch (that is BatchNorm)", "siglip": LN_WRONG},
+    "bug_bias_flag_ignored": {"contract": "unexpected ['bias']"},
+    "bug_detached_statistics": {"forward": "detached"},
+    "bug_eps_hardcoded": {"forward": "instead of the layer's `eps` (1e-06)", "siglip": LN_WRONG},
+    "bug_eps_outside_sqrt": {"forward": "inside the square root", "siglip": LN_WRONG},
+    "bug_first_dims_after_batch": {"forward": "right after the batch", "siglip": LN_WRONG},
+    "bug_last_dim_only": {"forward": "last dimension only"},
+    "bug_no_shape_check": {"contract": "torch raises RuntimeError"},
+    "bug_normalized_shape_not_tuple": {"contract": "attribute `normalized_shape` is 6, torch's is (6,)"},
+    "bug_one_pass_variance": {"forward": "cancels catastrophically"},
+    "bug_siglip_default_eps": {"siglip": "has eps=1e-05"},
+    "bug_siglip_post_layernorm_unused": {"siglip": "post_layernorm is missing"},
+    "bug_siglip_post_ln_wiring": {"siglip": "pre-LN wiring"},
+    "bug_siglip_shared_norm": {"siglip": "holds 3 instances of your LayerNorm"},
+    "bug_siglip_source_name": {"siglip": "not post_layer_norm"},
+    "bug_unbiased_variance": {"forward": "unbiased variance", "siglip": LN_WRONG},
+}
+# For each cheat: the parts that must earn nothing (the others are written honestly).
+CHEATS = {
+    "cheat_aten_layer_norm": ["forward", "contract", "siglip"],
+    "cheat_functional_layer_norm": ["forward", "contract", "siglip"],
+    "cheat_subclass_torch": ["forward", "contract", "siglip"],
+    "cheat_torch_layernorm_in_encoder": ["siglip"],
+    "cheat_patch_assert_close": ["forward", "contract", "siglip"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORRECT))
+def test_correct_submission_passes_every_part(name):
+    namespace = load_namespace(ASSIGNMENT, CORRECT[name])
+    assert run_parts(namespace, PARTS) == dict.fromkeys(PARTS)
+    assert run_parts(namespace, PARTS, full=False) == dict.fromkeys(PARTS)
+
+
+def test_every_catalogue_file_has_an_expectation():
+    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "bug")) == sorted(BUGS)
+    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "cheat")) == sorted(CHEATS)
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_bug_fails_the_part_it_breaks_with_its_misconception(name):
+    path = next(p for p in submission_files(ASSIGNMENT, "bug") if p.stem == name)
+    got = run_parts(load_namespace(ASSIGNMENT, path.read_text()), PARTS)
+    for part in PARTS:
+        if part in BUGS[name]:
+            assert got[part] is not None and BUGS[name][part] in got[part], (part, got[part])
+        else:
+            assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_earns_nothing_for_the_part_it_cheats_on(name, tmp_path):
+    path = next(p for p in submission_files(ASSIGNMENT, "cheat") if p.stem == name)
+    verdicts = dict(zip(PARTS, recheck_notebook(ASSIGNMENT, path.read_text(), str(tmp_path))))
+    for part, verdict in verdicts.items():
+        if part in CHEATS[name]:
+            assert verdict and ("earns no points" in verdict or "the notebook replaced" in verdict), (part, verdict)
+        else:
+            assert verdict is None, (part, verdict)
+
+
+def test_the_released_stub_fails_every_part():
+    stub = "\n\n".join(c.source for c in release_notebook(ASSIGNMENT).cells if is_solution_cell(c))
+    got = run_parts(load_namespace(ASSIGNMENT, stub), PARTS, full=False)
+    assert all(message and "NotImplementedError" in message for message in got.values()), got
+
+
+def test_stored_siglip_reference_matches_transformers():
+    """The grader's stored outputs are what Hugging Face's SiglipVisionModel computes today."""
+    pytest.importorskip("transformers")
+    stored = siglip_reference.load()
+    fresh = siglip_reference.compute_all()
+    assert sorted(stored) == sorted(fresh)
+    for name in fresh:
+        assert stored[name]["config"] == fresh[name]["config"]
+        for key in ("pixel_values", "last_hidden_state", "eps_1e-5", "before_post_layernorm"):
+            torch.testing.assert_close(stored[name][key], fresh[name][key], rtol=0, atol=1e-12, msg=f"{name}/{key}")
+        assert stored[name]["weights"].keys() == fresh[name]["weights"].keys()
+        for key, value in fresh[name]["weights"].items():
+            assert torch.equal(stored[name]["weights"][key], value), key

@@ -1,14 +1,15 @@
-"""The real nbgrader pipeline on a temporary copy of the course.
+"""The real nbgrader pipeline, driven by the class-grading command, on the demo class.
 
-generate_assignment must reproduce the committed release; autograde must give the solution
-full marks, the stub zero, bugs partial credit and cheats nothing for the parts they cheat on;
-feedback must show the checks' messages and no hidden test source; export must list the grades.
-Scores are read from the gradebook.
+generate_assignment must reproduce the committed release; ``python -m autograder.grade`` must
+give the solution full marks, the stub zero, bugs partial credit, cheats nothing for the parts
+they cheat on, and grade everyone else when some notebooks hang, kill their kernel or flood
+their output; it must list the submissions that need attention and why. Feedback must show the
+checks' messages and no hidden test source; export must list the grades. Scores are read from
+the gradebook.
 """
 from __future__ import annotations
 
 import csv
-import shutil
 import subprocess
 import sys
 import time
@@ -18,112 +19,53 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
+from course import ASSIGNMENTS, REPO, tool_env
+from demo_class import CLASSES, NOT_GRADED, TEST_CELLS, build_course
 from leaks import html_text, leaked
-from course import ASSIGNMENTS, GRADER_DISABLING_CELL, REPO, SUBMISSIONS, notebook_with_code, solution_code, source_notebook, tool_env
 
 pytestmark = pytest.mark.slow
 NBGRADER = [sys.executable, "-m", "nbgrader"]
-TEST_CELLS = {
-    "01_covariate_shift": ["test_activation_stats", "test_layer_input", "test_distribution_shift", "test_batch_standardize"],
-    "02_batch_norm": ["test_batch_mean_var", "test_training_forward", "test_running_statistics", "test_module_contract"],
-}
-
-
-def catalogue(assignment: str, name: str) -> str:
-    return (SUBMISSIONS / assignment.split("_", 1)[1] / f"{name}.py").read_text()
-
-
-def edit_test_cell(assignment: str, code: str, grade_id: str) -> nbformat.NotebookNode:
-    nb = notebook_with_code(assignment, code)
-    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id).source = "pass"
-    return nb
-
-
-def delete_test_cell(assignment: str, code: str, grade_id: str) -> nbformat.NotebookNode:
-    nb = notebook_with_code(assignment, code)
-    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != grade_id]
-    return nb
-
-
-def release(assignment: str) -> nbformat.NotebookNode:
-    return nbformat.read(REPO / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
-
-
-def batch_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
-    """student id -> (notebook, expected points per test cell) for 02_batch_norm."""
-    a = "02_batch_norm"
-    solution = solution_code(a)
-    return {
-        "solution": (source_notebook(a), [2, 3, 3, 2]),
-        "stub": (release(a), [0, 0, 0, 0]),
-        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [2, 3, 3, 2]),
-        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_running_var_biased")), [2, 3, 0, 2]),
-        "eps_outside_sqrt": (notebook_with_code(a, catalogue(a, "bug_eps_outside_sqrt")), [2, 0, 0, 2]),
-        "no_input_check": (notebook_with_code(a, catalogue(a, "bug_no_input_check")), [2, 3, 3, 0]),
-        # Right statistics, torch's own batch norm in the modules.
-        "subclass_cheat": (notebook_with_code(a, catalogue(a, "cheat_subclass_torch")), [2, 0, 0, 0]),
-        # A bug plus a cell that disables the grader in the kernel: the clean re-check notices
-        # the tampering, and nothing after it is credited.
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
-        # Correct code that rebinds torch.allclose: nothing is credited after the rebinding.
-        "allclose_rebound": (notebook_with_code(a, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"), [0, 0, 0, 0]),
-        # A notebook that calls sys.exit() in a cell of its own still gets graded.
-        "sys_exit": (notebook_with_code(a, solution, ["import sys\nsys.exit(0)"]), [2, 3, 3, 2]),
-        "syntax_error": (notebook_with_code(a, "def batch_mean_var(x):\n    return (x.mean(0)"), [0, 0, 0, 0]),
-        # Test cells edited or deleted by the student: nbgrader restores edited ones; a deleted
-        # one scores nothing.
-        "edited_test": (edit_test_cell(a, catalogue(a, "bug_running_var_biased"), "test_running_statistics"), [2, 3, 0, 2]),
-        "deleted_test": (delete_test_cell(a, solution, "test_module_contract"), [2, 3, 3, 0]),
-    }
-
-
-def covariate_shift_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
-    a = "01_covariate_shift"
-    return {
-        "solution": (source_notebook(a), [3, 2, 2, 3]),
-        "stub": (release(a), [0, 0, 0, 0]),
-        "alternatives": (notebook_with_code(a, catalogue(a, "correct_alternatives")), [3, 2, 2, 3]),
-        "hooks_not_removed": (notebook_with_code(a, catalogue(a, "bug_hooks_not_removed")), [0, 2, 2, 3]),
-        "standardize_unbiased": (notebook_with_code(a, catalogue(a, "bug_standardize_unbiased")), [3, 2, 2, 0]),
-        "layer_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_layer_norm_transposed")), [3, 2, 2, 0]),
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
-    }
-
-
-CLASSES = {"01_covariate_shift": covariate_shift_class, "02_batch_norm": batch_norm_class}
+# Short limits so that the misbehaving notebooks cost seconds, not minutes.
+GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "240", "--memory-mb", "3072"]
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run(NBGRADER + list(args), cwd=course, capture_output=True, text=True, timeout=1800, env=tool_env())
 
 
+def grade(course: Path, assignment: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "autograder.grade", assignment, *GRADE_OPTIONS]
+    return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=3600, env=tool_env())
+
+
 @pytest.fixture(scope="module")
-def course(tmp_path_factory) -> Path:
+def course(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("course")
-    shutil.copy(REPO / "nbgrader_config.py", root)
-    shutil.copytree(REPO / "solutions", root / "solutions")
-    for assignment in ASSIGNMENTS:
-        done = nbgrader(root, "generate_assignment", assignment, "--force")
-        assert done.returncode == 0, done.stderr
-    return root
+    return root, build_course(root)
 
 
 @pytest.fixture(scope="module")
-def graded(course: Path) -> dict[str, dict]:
-    classes = {assignment: CLASSES[assignment]() for assignment in ASSIGNMENTS}
-    for assignment, students in classes.items():
-        for student, (nb, _) in students.items():
-            folder = course / "submitted" / student / assignment
-            folder.mkdir(parents=True)
-            nbformat.write(nb, folder / f"{assignment}.ipynb")
+def graded(course) -> dict[str, subprocess.CompletedProcess]:
+    root, classes = course
+    runs = {}
     for assignment, students in classes.items():
         start = time.monotonic()
-        done = nbgrader(course, "autograde", assignment, "--create", "--force")
+        runs[assignment] = grade(root, assignment)
         elapsed = time.monotonic() - start
-        print(f"\nnbgrader autograde {assignment}: {len(students)} submissions in {elapsed:.1f} s "
-              f"({elapsed / len(students):.1f} s each, nbgrader start-up included)")
-        assert done.returncode == 0, done.stderr[-3000:]
-    return classes
+        print(f"\nautograder.grade {assignment}: {len(students)} submissions in {elapsed:.1f} s "
+              f"({elapsed / len(students):.1f} s each, 2 workers)\n{runs[assignment].stdout[-2500:]}")
+    return runs
+
+
+def scores(root: Path, assignment: str) -> dict[str, list[float] | None]:
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        graded = {s.student.id for s in gradebook.find_assignment(assignment).submissions}
+        result = {}
+        for student in graded:
+            notebook = gradebook.find_submission_notebook(assignment, assignment, student)
+            points = {g.name: g.score for g in notebook.grades}
+            result[student] = [points[t] for t in TEST_CELLS[assignment]]
+    return result
 
 
 def test_every_assignment_has_a_class():
@@ -132,7 +74,8 @@ def test_every_assignment_has_a_class():
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_generate_assignment_reproduces_the_committed_release(course, assignment):
-    generated = course / "exercises" / assignment / f"{assignment}.ipynb"
+    root, _ = course
+    generated = root / "exercises" / assignment / f"{assignment}.ipynb"
     committed = REPO / "exercises" / assignment / f"{assignment}.ipynb"
     assert generated.read_bytes() == committed.read_bytes(), (
         f"exercises/ is out of date: run `nbgrader generate_assignment {assignment} --force` and commit it"
@@ -141,16 +84,41 @@ def test_generate_assignment_reproduces_the_committed_release(course, assignment
 
 
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
-def test_autograde_scores_every_student_as_expected(course, graded, assignment):
-    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
-        for student, (_, expected) in graded[assignment].items():
-            submission = gradebook.find_submission_notebook(assignment, assignment, student)
-            points = {g.name: g.score for g in submission.grades}
-            assert [points[t] for t in TEST_CELLS[assignment]] == expected, (student, points)
+def test_every_student_scores_as_expected(course, graded, assignment):
+    root, classes = course
+    got = scores(root, assignment)
+    expected = {s: points for s, (_, points) in classes[assignment].items() if points is not NOT_GRADED}
+    assert got == expected
+    ungraded = sorted(s for s, (_, points) in classes[assignment].items() if points is NOT_GRADED)
+    # The command exits 1 exactly when some submission could not be graded.
+    assert graded[assignment].returncode == (1 if ungraded else 0), graded[assignment].stderr[-3000:]
+    for student in ungraded:
+        assert f"{student}: NOT GRADED:" in graded[assignment].stdout
+
+
+def test_the_report_says_why_submissions_need_attention(graded):
+    report = graded["02_batch_norm"].stdout.split("need attention:", 1)[1]
+    assert "ignores_interrupts: NOT GRADED:" in report and "kills_kernel: NOT GRADED:" in report
+    assert "kernel died" in report
+    assert "test cell test_running_statistics was edited" in report
+    assert "test cell test_module_contract was deleted" in report
+    assert "tampering with torch, numpy or autograder detected" in report  # grader_disabled, allclose_rebound
+    assert "uses torch's own normalization" in report  # subclass_cheat
+    assert "welford:" not in report and "eps_outside_sqrt:" not in report  # honest work is not listed
+
+
+def test_grading_again_gives_the_same_scores(course, graded):
+    root, _ = course
+    assignment = "03_layer_norm"
+    before = scores(root, assignment)
+    again = grade(root, assignment)
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert scores(root, assignment) == before
 
 
 def test_rechecked_cells_say_why_they_lost_their_points(course, graded):
-    path = course / "autograded" / "grader_disabled" / "02_batch_norm" / "02_batch_norm.ipynb"
+    root, _ = course
+    path = root / "autograded" / "grader_disabled" / "02_batch_norm" / "02_batch_norm.ipynb"
     nb = nbformat.read(path, as_version=4)
     cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_running_statistics")
     errors = [o for o in cell.outputs if o.output_type == "error"]
@@ -158,34 +126,45 @@ def test_rechecked_cells_say_why_they_lost_their_points(course, graded):
     assert "the notebook replaced autograder." in errors[-1].evalue
 
 
+FEEDBACK_PHRASES = {
+    "01_covariate_shift": ("standardize_unbiased", "unbiased variance"),
+    "02_batch_norm": ("running_var_biased", "running_var is off by a factor n/(n − 1)"),
+    "03_layer_norm": ("siglip_default_eps", "has eps=1e-05"),
+    "04_instance_group_norm": ("strided_groups", "strided"),
+    "05_data_vs_layer_norm": ("unbiased", "unbiased variance"),
+}
+
+
 @pytest.mark.parametrize("assignment", ASSIGNMENTS)
 def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment):
-    done = nbgrader(course, "generate_feedback", assignment, "--force")
+    root, classes = course
+    done = nbgrader(root, "generate_feedback", assignment, "--force")
     assert done.returncode == 0, done.stderr[-3000:]
-    pages = {p.parts[-3]: html_text(p.read_text()) for p in (course / "feedback").glob(f"*/{assignment}/*.html")}
-    assert set(pages) == set(graded[assignment])
+    pages = {p.parts[-3]: html_text(p.read_text()) for p in (root / "feedback").glob(f"*/{assignment}/*.html")}
+    assert set(pages) == {s for s, (_, points) in classes[assignment].items() if points is not NOT_GRADED}
     for student, text in pages.items():
         assert leaked(text, kinds=("HIDDEN TESTS",)) == [], student
         # Test cells show the message only: no frames of the grader (a student's own cells keep
         # their tracebacks, which show only the student's code).
         assert "autograder/" not in text and "check_untampered" not in text, student
+    if "grader_disabled" in pages:
         assert "RecheckFailed" in pages["grader_disabled"]
-    if assignment == "02_batch_norm":
-        assert "running_var is off by a factor n/(n − 1)" in pages["running_var_biased"]
-    else:
-        assert "unbiased variance" in pages["standardize_unbiased"]
+    student, phrase = FEEDBACK_PHRASES[assignment]
+    assert phrase in pages[student]
 
 
 def test_export_lists_every_students_grade(course, graded):
-    done = nbgrader(course, "export", "--to", str(course / "grades.csv"))
+    root, classes = course
+    done = nbgrader(root, "export", "--to", str(root / "grades.csv"))
     assert done.returncode == 0, done.stderr[-3000:]
-    with open(course / "grades.csv") as f:
+    with open(root / "grades.csv") as f:
         rows = {(row["assignment"], row["student_id"]): float(row["score"]) for row in csv.DictReader(f)}
-    everyone = {student for students in graded.values() for student in students}
+    everyone = {student for students in classes.values() for student in students}
     expected = {
-        # nbgrader lists every student for every assignment; no submission scores 0.
-        (assignment, student): float(sum(graded[assignment][student][1])) if student in graded[assignment] else 0.0
-        for assignment in graded
+        # nbgrader lists every student for every assignment; no graded submission scores 0.
+        (assignment, student): float(sum(classes[assignment][student][1] or []))
+        if student in classes[assignment] else 0.0
+        for assignment in classes
         for student in everyone
     }
     assert rows == expected

@@ -1,0 +1,138 @@
+"""What an instructor needs to know about one graded submission.
+
+Scores come from the course's gradebook.  The submitted notebook is compared with the gradebook's
+copy of the assignment (test cells edited, deleted or with changed nbgrader metadata; nbgrader
+restores them before grading) and the autograded notebook is searched for the grader's own
+verdicts: tampering caught by the clean re-check or in the kernel, and torch's own normalization
+used where the student was to write it.
+"""
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nbformat
+
+TAMPERING_MARKERS = ("RecheckFailed", "The notebook has replaced")
+FORBIDDEN_MARKER = "This part earns no points"
+
+
+@dataclass
+class Outcome:
+    student: str
+    score: float | None  # None: not graded
+    max_score: float
+    reason: str | None = None  # why it was not graded
+    notes: list[str] = field(default_factory=list)  # why it needs attention although graded
+
+    @property
+    def needs_attention(self) -> bool:
+        return self.score is None or bool(self.notes)
+
+    def line(self) -> str:
+        if self.score is None:
+            return f"{self.student}: NOT GRADED: {self.reason}"
+        flag = "  (needs attention)" if self.notes else ""
+        return f"{self.student}: {self.score:g}/{self.max_score:g}{flag}"
+
+
+def _gradebook(course: Path):
+    from nbgrader.api import Gradebook
+
+    return Gradebook(f"sqlite:///{course / 'gradebook.db'}")
+
+
+def _nbgrader_meta(cell) -> dict:
+    return cell.get("metadata", {}).get("nbgrader", {})
+
+
+def _compare_with_release(notebook: Path, gb, assignment: str) -> list[str]:
+    """Locked cells the student changed: nbgrader restores them, the instructor should know."""
+    from nbgrader.api import MissingEntry
+
+    notes = []
+    try:
+        nb = nbformat.read(notebook, as_version=4)
+    except Exception as error:  # noqa: BLE001
+        return [f"{notebook.name} is not a readable notebook ({type(error).__name__})"]
+    try:
+        master = gb.find_notebook(notebook.stem, assignment)
+    except MissingEntry:
+        return [f"{notebook.name} is not part of the assignment"]
+    cells = {_nbgrader_meta(c).get("grade_id"): c for c in nb.cells if _nbgrader_meta(c).get("grade_id")}
+    for grade_cell in master.grade_cells:
+        if grade_cell.cell_type != "code" or not grade_cell.max_score:
+            continue
+        name = grade_cell.name
+        submitted = cells.get(name)
+        if submitted is None:
+            notes.append(f"test cell {name} was deleted (nbgrader put the original back)")
+            continue
+        meta = _nbgrader_meta(submitted)
+        if not meta.get("grade") or meta.get("solution") or float(meta.get("points", 0)) != grade_cell.max_score:
+            notes.append(f"test cell {name}: its nbgrader metadata was changed")
+        try:
+            source = gb.find_source_cell(name, notebook.stem, assignment).source
+        except MissingEntry:
+            continue
+        if submitted.source.strip() != _without_hidden_tests(source).strip():
+            notes.append(f"test cell {name} was edited (nbgrader restored the original)")
+    return notes
+
+
+def _without_hidden_tests(source: str) -> str:
+    """The test cell as released: nbgrader's gradebook keeps it with its hidden tests."""
+    return re.sub(r"\n?[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*", "", source, flags=re.S)
+
+
+def _verdicts(autograded: Path) -> list[str]:
+    notes = []
+    for path in sorted(autograded.glob("*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        for cell in nb.cells:
+            grade_id = _nbgrader_meta(cell).get("grade_id", "?")
+            text = "\n".join(
+                str(o.get("evalue", "")) + str(o.get("ename", "")) for o in cell.get("outputs", []) if o.get("output_type") == "error"
+            )
+            if any(marker in text for marker in TAMPERING_MARKERS):
+                notes.append(f"{grade_id}: tampering with torch, numpy or autograder detected; no points")
+            elif FORBIDDEN_MARKER in text:
+                notes.append(f"{grade_id}: uses torch's own normalization; no points")
+    return notes
+
+
+def inspect_submission(course: Path, assignment: str, student: str, reason: str | None = None) -> Outcome:
+    from nbgrader.api import MissingEntry
+
+    with _gradebook(course) as gb:
+        maximum = gb.find_assignment(assignment).max_score
+        notes = []
+        for notebook in sorted((course / "submitted" / student / assignment).glob("*.ipynb")):
+            notes += _compare_with_release(notebook, gb, assignment)
+        if reason is not None:
+            return Outcome(student, None, maximum, reason, notes)
+        try:
+            score = gb.find_submission(assignment, student).score
+        except MissingEntry:
+            return Outcome(student, None, maximum, "no grade in the gradebook", notes)
+    notes += _verdicts(course / "autograded" / student / assignment)
+    return Outcome(student, score, maximum, None, notes)
+
+
+def print_report(outcomes: list[Outcome], out=sys.stdout) -> None:
+    graded = [o for o in outcomes if o.score is not None]
+    print(f"\nGraded {len(graded)} of {len(outcomes)} submissions.", file=out)
+    if graded:
+        mean = sum(o.score for o in graded) / len(graded)
+        print(f"Mean score {mean:.2f} of {graded[0].max_score:g}.", file=out)
+    attention = [o for o in outcomes if o.needs_attention]
+    if not attention:
+        print("No submission needs attention.", file=out)
+        return
+    print(f"\n{len(attention)} submission(s) need attention:", file=out)
+    for o in attention:
+        print(f"  {o.line()}", file=out)
+        for note in o.notes:
+            print(f"      - {note}", file=out)

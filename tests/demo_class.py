@@ -1,0 +1,198 @@
+"""A realistic class for every exercise: correct, partly correct, the common bugs, the cheats, and
+notebooks that misbehave (hang, ignore interrupts, kill their kernel, eat memory, flood the output,
+call sys.exit, do not parse). The expected points of each test cell are part of the class.
+
+    python tests/demo_class.py /tmp/demo-course      # builds the course and its submissions
+    cd /tmp/demo-course && python -m autograder.grade 02_batch_norm --workers 2
+
+The test suite grades it (tests/test_nbgrader_roundtrip.py) and asserts every score.
+"""
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+
+from course import ASSIGNMENTS, GRADER_DISABLING_CELL, REPO, SUBMISSIONS, notebook_with_code, solution_code, source_notebook, tool_env
+
+NOT_GRADED = None  # expected points of a submission the grader must give up on (and say why)
+
+TEST_CELLS = {
+    "01_covariate_shift": ["test_activation_stats", "test_layer_input", "test_distribution_shift", "test_batch_standardize"],
+    "02_batch_norm": ["test_batch_mean_var", "test_training_forward", "test_running_statistics", "test_module_contract"],
+    "03_layer_norm": ["test_forward", "test_module_contract", "test_siglip_encoder"],
+    "04_instance_group_norm": ["test_group_norm_forward", "test_group_norm_contract",
+                               "test_instance_norm_forward", "test_instance_norm_contract"],
+    "05_data_vs_layer_norm": ["test_fit", "test_transform", "test_images", "test_as_batch_norm"],
+}
+
+
+def catalogue(assignment: str, name: str) -> str:
+    return (SUBMISSIONS / assignment.split("_", 1)[1] / f"{name}.py").read_text()
+
+
+def edit_test_cell(assignment: str, code: str, grade_id: str) -> nbformat.NotebookNode:
+    nb = notebook_with_code(assignment, code)
+    next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id).source = "pass"
+    return nb
+
+
+def delete_test_cell(assignment: str, code: str, grade_id: str) -> nbformat.NotebookNode:
+    nb = notebook_with_code(assignment, code)
+    nb.cells = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") != grade_id]
+    return nb
+
+
+def release(assignment: str) -> nbformat.NotebookNode:
+    return nbformat.read(REPO / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
+
+
+def batch_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    """student id -> (notebook, expected points per test cell) for 02_batch_norm."""
+    a = "02_batch_norm"
+    solution = solution_code(a)
+    return {
+        "solution": (source_notebook(a), [2, 3, 3, 2]),
+        "stub": (release(a), [0, 0, 0, 0]),
+        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [2, 3, 3, 2]),
+        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_running_var_biased")), [2, 3, 0, 2]),
+        "eps_outside_sqrt": (notebook_with_code(a, catalogue(a, "bug_eps_outside_sqrt")), [2, 0, 0, 2]),
+        "no_input_check": (notebook_with_code(a, catalogue(a, "bug_no_input_check")), [2, 3, 3, 0]),
+        # Right statistics, torch's own batch norm in the modules.
+        "subclass_cheat": (notebook_with_code(a, catalogue(a, "cheat_subclass_torch")), [2, 0, 0, 0]),
+        # A bug plus a cell that disables the grader in the kernel: the clean re-check notices
+        # the tampering, and nothing after it is credited.
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
+        # Correct code that rebinds torch.allclose: nothing is credited after the rebinding.
+        "allclose_rebound": (notebook_with_code(a, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"), [0, 0, 0, 0]),
+        # A notebook that calls sys.exit() in a cell of its own still gets graded.
+        "sys_exit": (notebook_with_code(a, solution, ["import sys\nsys.exit(0)"]), [2, 3, 3, 2]),
+        "syntax_error": (notebook_with_code(a, "def batch_mean_var(x):\n    return (x.mean(0)"), [0, 0, 0, 0]),
+        # Test cells edited or deleted by the student: nbgrader restores edited ones; a deleted
+        # one scores nothing.
+        "edited_test": (edit_test_cell(a, catalogue(a, "bug_running_var_biased"), "test_running_statistics"), [2, 3, 0, 2]),
+        "deleted_test": (delete_test_cell(a, solution, "test_module_contract"), [2, 3, 3, 0]),
+    }
+
+
+def covariate_shift_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "01_covariate_shift"
+    return {
+        "solution": (source_notebook(a), [3, 2, 2, 3]),
+        "stub": (release(a), [0, 0, 0, 0]),
+        "alternatives": (notebook_with_code(a, catalogue(a, "correct_alternatives")), [3, 2, 2, 3]),
+        "hooks_not_removed": (notebook_with_code(a, catalogue(a, "bug_hooks_not_removed")), [0, 2, 2, 3]),
+        "standardize_unbiased": (notebook_with_code(a, catalogue(a, "bug_standardize_unbiased")), [3, 2, 2, 0]),
+        "layer_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_layer_norm_transposed")), [3, 2, 2, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
+    }
+
+
+def layer_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "03_layer_norm"
+    return {
+        "solution": (source_notebook(a), [4, 3, 3]),
+        "stub": (release(a), [0, 0, 0]),
+        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [4, 3, 3]),
+        "eps_hardcoded": (notebook_with_code(a, catalogue(a, "bug_eps_hardcoded")), [0, 3, 0]),
+        "siglip_default_eps": (notebook_with_code(a, catalogue(a, "bug_siglip_default_eps")), [4, 3, 0]),
+        "functional_cheat": (notebook_with_code(a, catalogue(a, "cheat_functional_layer_norm")), [0, 0, 0]),
+        "torch_norm_in_encoder": (notebook_with_code(a, catalogue(a, "cheat_torch_layernorm_in_encoder")), [4, 3, 0]),
+    }
+
+
+def instance_group_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "04_instance_group_norm"
+    return {
+        "solution": (source_notebook(a), [3, 2, 3, 2]),
+        "stub": (release(a), [0, 0, 0, 0]),
+        "einsum": (notebook_with_code(a, catalogue(a, "correct_einsum_permute")), [3, 2, 3, 2]),
+        "strided_groups": (notebook_with_code(a, catalogue(a, "bug_gn_strided_groups")), [0, 2, 3, 2]),
+        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_in_running_var_biased")), [3, 2, 0, 2]),
+        "batch_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_instance_via_batch_norm")), [3, 2, 0, 0]),
+    }
+
+
+def data_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "05_data_vs_layer_norm"
+    return {
+        "solution": (source_notebook(a), [3, 2, 2, 3]),
+        "stub": (release(a), [0, 0, 0, 0]),
+        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [3, 2, 2, 3]),
+        "unbiased": (notebook_with_code(a, catalogue(a, "bug_unbiased_variance")), [0, 2, 2, 3]),
+        "per_pixel": (notebook_with_code(a, catalogue(a, "bug_images_per_pixel")), [3, 2, 0, 3]),
+        "bn_default_eps": (notebook_with_code(a, catalogue(a, "bug_bn_default_eps")), [3, 2, 2, 0]),
+        # Takes the data to numpy/scikit-learn and back: only the BatchNorm part is honest.
+        "sklearn_cheat": (notebook_with_code(a, catalogue(a, "cheat_sklearn_roundtrip")), [0, 0, 0, 3]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_variance"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
+    }
+
+
+CLASSES = {
+    "01_covariate_shift": covariate_shift_class,
+    "02_batch_norm": batch_norm_class,
+    "03_layer_norm": layer_norm_class,
+    "04_instance_group_norm": instance_group_norm_class,
+    "05_data_vs_layer_norm": data_norm_class,
+}
+
+
+
+# Notebooks that misbehave. Each is the correct solution plus one cell of its own, so that what
+# the grader does with the misbehaviour is the only thing that changes the outcome.
+MISBEHAVING_CELLS = {
+    "hangs": "import time\ntime.sleep(10**6)",
+    "ignores_interrupts": "import time\nwhile True:\n    try:\n        time.sleep(0.5)\n    except BaseException:\n        pass",
+    "kills_kernel": "import os\nos._exit(1)",
+    "eats_memory": "hog = []\nwhile True:\n    hog.append(bytearray(10**8))",
+    "floods_output": "while True:\n    print('x' * 10_000)",
+}
+MISBEHAVING_EXPECTED = {
+    "hangs": [2, 3, 3, 2],  # the sleeping cell is interrupted at the cell timeout; the rest runs
+    "ignores_interrupts": NOT_GRADED,
+    "kills_kernel": NOT_GRADED,
+    "eats_memory": [2, 3, 3, 2],  # MemoryError at the memory limit, in that cell only
+    "floods_output": [2, 3, 3, 2],
+}
+
+
+def misbehaving_class() -> dict[str, tuple[nbformat.NotebookNode, list[float] | None]]:
+    a = "02_batch_norm"
+    solution = solution_code(a)
+    return {name: (notebook_with_code(a, solution, [cell]), MISBEHAVING_EXPECTED[name]) for name, cell in MISBEHAVING_CELLS.items()}
+
+
+def demo_class() -> dict[str, dict[str, tuple[nbformat.NotebookNode, list[float] | None]]]:
+    """assignment -> student -> (notebook, expected points per test cell, or NOT_GRADED)."""
+    classes = {assignment: CLASSES[assignment]() for assignment in ASSIGNMENTS}
+    classes["02_batch_norm"].update(misbehaving_class())
+    return classes
+
+
+def build_course(root: Path) -> dict:
+    """A course directory with every assignment generated and the demo class submitted."""
+    root.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REPO / "nbgrader_config.py", root)
+    shutil.copytree(REPO / "solutions", root / "solutions", dirs_exist_ok=True)
+    for assignment in ASSIGNMENTS:
+        done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"],
+                              cwd=root, capture_output=True, text=True, env=tool_env())
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr[-3000:])
+    classes = demo_class()
+    for assignment, students in classes.items():
+        for student, (nb, _) in students.items():
+            folder = root / "submitted" / student / assignment
+            folder.mkdir(parents=True, exist_ok=True)
+            nbformat.write(nb, folder / f"{assignment}.ipynb")
+    return classes
+
+
+if __name__ == "__main__":
+    target = Path(sys.argv[1]).resolve()
+    built = build_course(target)
+    print(f"Built {target}: " + ", ".join(f"{a} ({len(s)} submissions)" for a, s in built.items()))
+    print(f"Grade one assignment:  cd {target} && python -m autograder.grade 02_batch_norm")

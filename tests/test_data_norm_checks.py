@@ -15,7 +15,7 @@ from sklearn.preprocessing import StandardScaler
 from autograder import CheckFailed
 from autograder import data_norm as checks
 from autograder.numerics import FLOAT64_RTOL
-from course import is_solution_cell, load_namespace, recheck_notebook, release_notebook, run_parts, solution_code, submission_files
+from catalogue import Catalogue, no_points, tampering
 
 ASSIGNMENT = "05_data_vs_layer_norm"
 PARTS = {
@@ -24,9 +24,6 @@ PARTS = {
     "images": lambda ns, full: checks.check_images(ns["Standardizer"], full=full),
     "batch_norm": lambda ns, full: checks.check_as_batch_norm(ns["as_batch_norm"], full=full),
 }
-CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}
-CORRECT["notebook_solution"] = solution_code(ASSIGNMENT)
-
 BUGS = {
     "bug_unbiased_variance": {"fit": "unbiased variance"},
     "bug_unbiased_scale": {"fit": "√(n/(n − 1))"},
@@ -58,57 +55,37 @@ BUGS = {
 # Verdicts of the four test cells in the clean re-check: None = passed, else a phrase of the message.
 OUT_OF_TORCH = "took the data out of torch"
 CHEATS = {
-    "cheat_sklearn_roundtrip": [OUT_OF_TORCH, OUT_OF_TORCH, OUT_OF_TORCH, None],
-    "cheat_numpy_arrays": [OUT_OF_TORCH, OUT_OF_TORCH, OUT_OF_TORCH, None],
-    "cheat_patch_equal": ["the notebook replaced"] * 4,
-    "cheat_bn_subclass": [None, None, None, "earns no points"],
-    "cheat_bn_forward_hook": [None, None, None, "earns no points"],
+    "cheat_sklearn_roundtrip": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
+    "cheat_numpy_arrays": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
+    "cheat_patch_equal": tampering(PARTS),
+    "cheat_bn_subclass": no_points("batch_norm"),
+    "cheat_bn_forward_hook": no_points("batch_norm"),
 }
+CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
 
 
-def results(code: str, full: bool = True) -> dict[str, str | None]:
-    return run_parts(load_namespace(ASSIGNMENT, code), PARTS, full)
-
-
-@pytest.mark.parametrize("name", sorted(CORRECT))
+@pytest.mark.parametrize("name", sorted(CATALOGUE.correct()))
 def test_correct_submission_passes_every_part(name):
-    assert results(CORRECT[name]) == dict.fromkeys(PARTS)
-    assert results(CORRECT[name], full=False) == dict.fromkeys(PARTS)
+    CATALOGUE.assert_correct(name)
 
 
-def test_the_catalogue_is_complete():
-    assert len(CORRECT) >= 4
-    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "bug")) == sorted(BUGS)
-    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "cheat")) == sorted(CHEATS)
+def test_every_catalogue_file_has_an_expectation():
+    assert len(CATALOGUE.correct()) >= 4
+    CATALOGUE.assert_complete()
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
 def test_bug_fails_the_parts_it_breaks_with_its_misconception(name):
-    path = next(p for p in submission_files(ASSIGNMENT, "bug") if p.stem == name)
-    got = results(path.read_text())
-    for part in PARTS:
-        if part in BUGS[name]:
-            assert got[part] is not None and BUGS[name][part] in got[part], (part, got[part])
-        else:
-            assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
+    CATALOGUE.assert_bug(name)
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
-    path = next(p for p in submission_files(ASSIGNMENT, "cheat") if p.stem == name)
-    verdicts = recheck_notebook(ASSIGNMENT, path.read_text(), str(tmp_path))
-    assert len(verdicts) == len(CHEATS[name]), verdicts
-    for verdict, expected in zip(verdicts, CHEATS[name]):
-        if expected is None:
-            assert verdict is None, verdicts
-        else:
-            assert verdict and expected in verdict, verdicts
+    CATALOGUE.assert_cheat(name, str(tmp_path))
 
 
 def test_the_released_stub_fails_every_part():
-    stub = "\n\n".join(c.source for c in release_notebook(ASSIGNMENT).cells if is_solution_cell(c))
-    got = results(stub, full=False)
-    assert all(message and "NotImplementedError" in message for message in got.values()), got
+    CATALOGUE.assert_stub_fails()
 
 
 def _all_data():
@@ -175,10 +152,9 @@ def test_converting_to_numpy_or_lists_is_caught_in_every_form():
 
 @pytest.mark.cuda
 def test_cuda_device_mistakes_are_caught():
-    namespace = load_namespace(ASSIGNMENT, solution_code(ASSIGNMENT))
-    for part in PARTS.values():
-        part(namespace, True)
-    cpu_layer = solution_code(ASSIGNMENT).replace(", device=mean.device, dtype=mean.dtype)", ", dtype=mean.dtype)")
-    assert results(cpu_layer)["batch_norm"] and "on cpu" in results(cpu_layer)["batch_norm"]
-    cpu_scale = solution_code(ASSIGNMENT).replace("torch.ones_like(var)", "torch.ones(var.shape, dtype=var.dtype)")
-    assert results(cpu_scale)["fit"] and "raised RuntimeError" in results(cpu_scale)["fit"]
+    solution = CATALOGUE.correct()["notebook_solution"]
+    assert CATALOGUE.results(solution) == dict.fromkeys(PARTS)
+    cpu_layer = solution.replace(", device=mean.device, dtype=mean.dtype)", ", dtype=mean.dtype)")
+    assert CATALOGUE.results(cpu_layer)["batch_norm"] and "on cpu" in CATALOGUE.results(cpu_layer)["batch_norm"]
+    cpu_scale = solution.replace("torch.ones_like(var)", "torch.ones(var.shape, dtype=var.dtype)")
+    assert CATALOGUE.results(cpu_scale)["fit"] and "raised RuntimeError" in CATALOGUE.results(cpu_scale)["fit"]

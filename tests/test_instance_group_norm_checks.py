@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from autograder import instance_group_norm as checks
-from course import is_solution_cell, load_namespace, recheck_notebook, release_notebook, run_parts, solution_code, submission_files
+from catalogue import Catalogue, no_points
 
 ASSIGNMENT = "04_instance_group_norm"
 PARTS = {
@@ -17,9 +17,6 @@ PARTS = {
     "in_forward": lambda ns, full: checks.check_instance_norm_forward(ns["InstanceNorm2d"], full=full),
     "in_contract": lambda ns, full: checks.check_instance_norm_contract(ns["InstanceNorm2d"], full=full),
 }
-CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}
-CORRECT["notebook_solution"] = solution_code(ASSIGNMENT)
-
 BUGS = {
     "bug_gn_batch_mixed": {"gn_forward": "mix the samples of the batch"},
     "bug_gn_eps_outside_sqrt": {"gn_forward": "inside the square root"},
@@ -39,48 +36,32 @@ BUGS = {
     "bug_in_running_var_from_all_values": {"in_forward": "not the variance of all N·H·W values"},
 }
 CHEATS = {
-    "cheat_functional_group_norm": ["gn_forward", "gn_contract"],
-    "cheat_group_norm_holds_torch_module": ["gn_forward", "gn_contract"],
-    "cheat_instance_via_batch_norm": ["in_forward", "in_contract"],
-    "cheat_subclass_instance_norm": ["in_forward", "in_contract"],
+    "cheat_functional_group_norm": no_points("gn_forward", "gn_contract"),
+    "cheat_group_norm_holds_torch_module": no_points("gn_forward", "gn_contract"),
+    "cheat_instance_via_batch_norm": no_points("in_forward", "in_contract"),
+    "cheat_subclass_instance_norm": no_points("in_forward", "in_contract"),
 }
+CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
 
 
-@pytest.mark.parametrize("name", sorted(CORRECT))
+@pytest.mark.parametrize("name", sorted(CATALOGUE.correct()))
 def test_correct_submission_passes_every_part(name):
-    namespace = load_namespace(ASSIGNMENT, CORRECT[name])
-    assert run_parts(namespace, PARTS) == dict.fromkeys(PARTS)
-    assert run_parts(namespace, PARTS, full=False) == dict.fromkeys(PARTS)
+    CATALOGUE.assert_correct(name)
 
 
 def test_every_catalogue_file_has_an_expectation():
-    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "bug")) == sorted(BUGS)
-    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "cheat")) == sorted(CHEATS)
+    CATALOGUE.assert_complete()
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
-def test_bug_fails_the_part_it_breaks_with_its_misconception(name):
-    path = next(p for p in submission_files(ASSIGNMENT, "bug") if p.stem == name)
-    got = run_parts(load_namespace(ASSIGNMENT, path.read_text()), PARTS)
-    for part in PARTS:
-        if part in BUGS[name]:
-            assert got[part] is not None and BUGS[name][part] in got[part], (part, got[part])
-        else:
-            assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
+def test_bug_fails_the_parts_it_breaks_with_its_misconception(name):
+    CATALOGUE.assert_bug(name)
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
-def test_cheat_earns_nothing_for_the_part_it_cheats_on(name, tmp_path):
-    path = next(p for p in submission_files(ASSIGNMENT, "cheat") if p.stem == name)
-    verdicts = dict(zip(PARTS, recheck_notebook(ASSIGNMENT, path.read_text(), str(tmp_path))))
-    for part, verdict in verdicts.items():
-        if part in CHEATS[name]:
-            assert verdict and "earns no points" in verdict, (part, verdict)
-        else:
-            assert verdict is None, (part, verdict)
+def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
+    CATALOGUE.assert_cheat(name, str(tmp_path))
 
 
 def test_the_released_stub_fails_every_part():
-    stub = "\n\n".join(c.source for c in release_notebook(ASSIGNMENT).cells if is_solution_cell(c))
-    got = run_parts(load_namespace(ASSIGNMENT, stub), PARTS, full=False)
-    assert all(message and "NotImplementedError" in message for message in got.values()), got
+    CATALOGUE.assert_stub_fails()

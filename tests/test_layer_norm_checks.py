@@ -11,7 +11,7 @@ import torch
 
 from autograder import layer_norm as checks
 from autograder import siglip_reference
-from course import is_solution_cell, load_namespace, recheck_notebook, release_notebook, run_parts, solution_code, submission_files
+from catalogue import Catalogue, no_points, tampering
 
 ASSIGNMENT = "03_layer_norm"
 PARTS = {
@@ -19,9 +19,6 @@ PARTS = {
     "contract": lambda ns, full: checks.check_module_contract(ns["LayerNorm"], full=full),
     "siglip": lambda ns, full: checks.check_siglip_encoder(ns["SiglipVisionTransformer"], ns["LayerNorm"], full=full),
 }
-CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}
-CORRECT["notebook_solution"] = solution_code(ASSIGNMENT)
-
 LN_WRONG = "your LayerNorm itself differs from torch.nn.LayerNorm"
 BUGS = {
     "bug_affine_off_keeps_parameters": {"contract": "torch has the parameters none"},
@@ -42,54 +39,37 @@ BUGS = {
     "bug_siglip_source_name": {"siglip": "not post_layer_norm"},
     "bug_unbiased_variance": {"forward": "unbiased variance", "siglip": LN_WRONG},
 }
-# For each cheat: the parts that must earn nothing (the others are written honestly).
 CHEATS = {
-    "cheat_aten_layer_norm": ["forward", "contract", "siglip"],
-    "cheat_functional_layer_norm": ["forward", "contract", "siglip"],
-    "cheat_subclass_torch": ["forward", "contract", "siglip"],
-    "cheat_torch_layernorm_in_encoder": ["siglip"],
-    "cheat_patch_assert_close": ["forward", "contract", "siglip"],
+    "cheat_aten_layer_norm": no_points("forward", "contract", "siglip"),
+    "cheat_functional_layer_norm": no_points("forward", "contract", "siglip"),
+    "cheat_subclass_torch": no_points("forward", "contract", "siglip"),
+    "cheat_torch_layernorm_in_encoder": no_points("siglip"),
+    "cheat_patch_assert_close": tampering(PARTS),
 }
+CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
 
 
-@pytest.mark.parametrize("name", sorted(CORRECT))
+@pytest.mark.parametrize("name", sorted(CATALOGUE.correct()))
 def test_correct_submission_passes_every_part(name):
-    namespace = load_namespace(ASSIGNMENT, CORRECT[name])
-    assert run_parts(namespace, PARTS) == dict.fromkeys(PARTS)
-    assert run_parts(namespace, PARTS, full=False) == dict.fromkeys(PARTS)
+    CATALOGUE.assert_correct(name)
 
 
 def test_every_catalogue_file_has_an_expectation():
-    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "bug")) == sorted(BUGS)
-    assert sorted(p.stem for p in submission_files(ASSIGNMENT, "cheat")) == sorted(CHEATS)
+    CATALOGUE.assert_complete()
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
-def test_bug_fails_the_part_it_breaks_with_its_misconception(name):
-    path = next(p for p in submission_files(ASSIGNMENT, "bug") if p.stem == name)
-    got = run_parts(load_namespace(ASSIGNMENT, path.read_text()), PARTS)
-    for part in PARTS:
-        if part in BUGS[name]:
-            assert got[part] is not None and BUGS[name][part] in got[part], (part, got[part])
-        else:
-            assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
+def test_bug_fails_the_parts_it_breaks_with_its_misconception(name):
+    CATALOGUE.assert_bug(name)
 
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
-def test_cheat_earns_nothing_for_the_part_it_cheats_on(name, tmp_path):
-    path = next(p for p in submission_files(ASSIGNMENT, "cheat") if p.stem == name)
-    verdicts = dict(zip(PARTS, recheck_notebook(ASSIGNMENT, path.read_text(), str(tmp_path))))
-    for part, verdict in verdicts.items():
-        if part in CHEATS[name]:
-            assert verdict and ("earns no points" in verdict or "the notebook replaced" in verdict), (part, verdict)
-        else:
-            assert verdict is None, (part, verdict)
+def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
+    CATALOGUE.assert_cheat(name, str(tmp_path))
 
 
 def test_the_released_stub_fails_every_part():
-    stub = "\n\n".join(c.source for c in release_notebook(ASSIGNMENT).cells if is_solution_cell(c))
-    got = run_parts(load_namespace(ASSIGNMENT, stub), PARTS, full=False)
-    assert all(message and "NotImplementedError" in message for message in got.values()), got
+    CATALOGUE.assert_stub_fails()
 
 
 def test_stored_siglip_reference_matches_transformers():

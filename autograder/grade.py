@@ -61,9 +61,12 @@ def submitted_students(course: Path, assignment: str) -> list[str]:
 
 
 def _limit_memory(megabytes: int):
+    """Cap the address space (0: no cap; CUDA reserves far more address space than it uses, so
+    grading on a GPU machine needs --memory-mb 0)."""
     def apply() -> None:
-        limit = megabytes * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        if megabytes > 0:
+            limit = megabytes * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     return apply
 
 
@@ -89,7 +92,8 @@ def run_batch(course: Path, assignment: str, students: list[str], limits: Limits
     _private_course(course, assignment, students, root)
     command = NBGRADER + ["autograde", assignment, "--create", "--force",
                           f"--Execute.timeout={limits.cell_timeout}",
-                          f"--RecheckInCleanProcess.cell_timeout={limits.cell_timeout}"]
+                          f"--RecheckInCleanProcess.cell_timeout={limits.cell_timeout}",
+                          f"--RecheckInCleanProcess.timeout={int(limits.seconds)}"]
     with open(root / "nbgrader.log", "wb") as log:
         process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=_tool_env(),
                                    preexec_fn=_limit_memory(limits.memory_mb), start_new_session=True)
@@ -255,7 +259,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=8, help="submissions per nbgrader process")
     parser.add_argument("--timeout", type=float, default=Limits.seconds, help="seconds per submission")
     parser.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout, help="seconds per cell")
-    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb, help="memory per process")
+    parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
+                        help="address space per process in MB; 0 for none (needed on GPU machines)")
     args = parser.parse_args(argv)
     limits = Limits(args.timeout, args.memory_mb, args.cell_timeout)
     outcomes = grade_class(args.course.resolve(), args.assignment, args.workers, limits, args.batch_size)

@@ -68,7 +68,7 @@ def _compare_with_release(notebook: Path, gb, assignment: str) -> list[str]:
         name = grade_cell.name
         submitted = cells.get(name)
         if submitted is None:
-            notes.append(f"test cell {name} was deleted (nbgrader put the original back)")
+            notes.append(f"test cell {name} was deleted (it scores 0)")
             continue
         meta = _nbgrader_meta(submitted)
         if not meta.get("grade") or meta.get("solution") or float(meta.get("points", 0)) != grade_cell.max_score:

@@ -26,7 +26,7 @@ from leaks import html_text, leaked
 pytestmark = pytest.mark.slow
 NBGRADER = [sys.executable, "-m", "nbgrader"]
 # Short limits so that the misbehaving notebooks cost seconds, not minutes.
-GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "240", "--memory-mb", "3072"]
+GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "120", "--memory-mb", "3072"]
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:

@@ -4,13 +4,9 @@ Each public function is one graded part; ``full=False`` runs the quick subset a 
 cell uses (on the notebook's device), ``full=True`` the whole matrix the hidden tests use (on
 every available device).
 
-The reference is scikit-learn's ``StandardScaler`` computed with torch in float64: one
-statistic per index of axis 1, over every other axis; the population variance (ddof=0); scale 1
-for a feature whose training values are all equal.  ``tests/test_data_norm_checks.py`` asserts
-that it equals ``StandardScaler`` on every configuration used here (images: on the data permuted
-to (N·H·W, C)).  scikit-learn itself is not imported: the clean re-check imports every module of
-this package for every assignment, and importing ``sklearn.preprocessing`` costs about half as
-much as importing torch; torch's functions are in the integrity baseline already.
+The reference is scikit-learn's ``StandardScaler`` computed with torch in float64
+(:mod:`autograder.standardizing`); the likely misconception a failure names comes from
+:mod:`autograder.data_norm_hints`.
 
 Parts 2 and 3 judge ``transform`` and ``inverse_transform`` against the student's own fitted
 statistics, and Part 4 gives ``as_batch_norm`` a standardizer fitted by the reference, so a
@@ -26,12 +22,14 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from autograder import integrity
+from autograder.data_norm_hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, inverse_hint, shape_hint, statistic_hint, transform_hint
 from autograder.devices import available_devices, default_device
 from autograder.inputs import channel_input
 from autograder.messages import fail, shape_str
-from autograder.numerics import FLOAT64_RTOL, LOW_PRECISION_FLOOR, Discrepancy, discrepancy, matches
+from autograder.numerics import FLOAT64_RTOL, LOW_PRECISION_FLOOR, Discrepancy, discrepancy
+from autograder.standardizing import F64, FittedStandardizer, exact_statistics, f64, inverse, standardized, statistics
 
-F64, F32 = torch.float64, torch.float32
+F32 = torch.float32
 STATISTICS = ("mean_", "var_", "scale_")
 STATISTIC_RTOL = 1e-4  # float32 statistics: see _statistic_gap
 # Tensor methods through which data leaves torch (for numpy, scikit-learn or Python lists).
@@ -86,48 +84,6 @@ class Data:
         return text + (f" ({', '.join(details)})" if details else "")
 
 
-def reduce_dims(ndim: int) -> list[int]:
-    """Every axis except the feature/channel axis 1."""
-    return [0] + list(range(2, ndim))
-
-
-def _view(v: torch.Tensor, ndim: int) -> torch.Tensor:
-    """(C,) -> (1, C, 1, ...), to broadcast against data with ``ndim`` dimensions."""
-    return v.reshape([1, -1] + [1] * (ndim - 2))
-
-
-@dataclass
-class Statistics:
-    mean: torch.Tensor
-    var: torch.Tensor
-    scale: torch.Tensor
-    constant: torch.Tensor  # bool: all training values of the feature are equal
-
-    def get(self, name: str) -> torch.Tensor:
-        return {"mean_": self.mean, "var_": self.var, "scale_": self.scale}[name]
-
-
-def statistics(x: torch.Tensor) -> Statistics:
-    """StandardScaler's statistics of ``x``, in ``x``'s dtype and on its device."""
-    dims = reduce_dims(x.dim())
-    var, mean = torch.var_mean(x, dim=dims, correction=0)
-    constant = x.amax(dim=dims) == x.amin(dim=dims)
-    scale = torch.where(constant, torch.ones_like(var), var.sqrt())
-    return Statistics(mean, var, scale, constant)
-
-
-def exact_statistics(x: torch.Tensor) -> Statistics:
-    return statistics(x.detach().to("cpu", F64))
-
-
-def standardized(x: torch.Tensor, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return (x - _view(mean, x.dim())) / _view(scale, x.dim())
-
-
-def _f64(t: torch.Tensor) -> torch.Tensor:
-    return t.detach().to("cpu", F64)
-
-
 def _scale(t: torch.Tensor) -> float:
     finite = t[torch.isfinite(t)]
     return max(1.0, float(finite.abs().max())) if finite.numel() else 1.0
@@ -136,10 +92,10 @@ def _scale(t: torch.Tensor) -> float:
 def _close(got: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, dtype: torch.dtype) -> bool:
     """Whether two results of the student's agree as closely as a correct ``dtype`` result must
     agree with the reference: 1e-9 (float64) or 1e-5 (float32) of the scale of ``exact``."""
-    g, e = _f64(got), _f64(expected)
+    g, e = f64(got), f64(expected)
     if g.shape != e.shape or not torch.equal(torch.isfinite(g), torch.isfinite(e)):
         return False
-    scale = _scale(_f64(exact))
+    scale = _scale(f64(exact))
     if dtype == F64:
         allowed = FLOAT64_RTOL * scale
     else:
@@ -248,7 +204,7 @@ def _fitted(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
         if tuple(value.shape) != expected:
             fail(
                 f"{where}: `{name}` has shape {shape_str(value.shape)}, expected {shape_str(expected)}: "
-                f"one value per {'feature' if x.dim() == 2 else 'channel'}.\nLikely cause: {_shape_hint(tuple(value.shape), x)}"
+                f"one value per {'feature' if x.dim() == 2 else 'channel'}.\nLikely cause: {shape_hint(tuple(value.shape), x)}"
             )
         if value.dtype != x.dtype or value.device != x.device:
             fail(
@@ -267,27 +223,6 @@ def _fitted(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
     return found
 
 
-def _shape_hint(shape: tuple[int, ...], x: torch.Tensor) -> str:
-    n, c = x.shape[0], x.shape[1]
-    dims = tuple(reduce_dims(x.dim()))
-    if shape == ():
-        return f"you reduced over all values at once; reduce over dims {dims} only, keeping axis 1."
-    if x.dim() == 2 and shape == (n,):
-        return "you reduced over dim 1 (the features of each sample); statistics of a feature are over the samples, dim 0."
-    if x.dim() > 2 and shape == tuple(x.shape[1:]):
-        return (
-            "one value per channel *and pixel*: you reduced over dim 0 only, as for (N, D) features. "
-            f"A channel's statistics are over the batch and both spatial axes, dims {dims}."
-        )
-    if x.dim() > 2 and shape == (n,):
-        return f"one value per sample (over dims 1, 2, 3, as LayerNorm does); per-channel statistics reduce over dims {dims}."
-    if x.dim() > 2 and shape == (n, c):
-        return f"one value per sample and channel (over H and W, as InstanceNorm does); reduce over the batch too, dims {dims}."
-    if math.prod(shape) == c:
-        return f"keep the shape ({c},), as StandardScaler does (no keepdim); reshape to {shape_str(_view(torch.zeros(c), x.dim()).shape)} where you broadcast."
-    return f"reduce over every dimension except the channel axis 1, i.e. dims {dims}."
-
-
 def _report(what: str, gap: Discrepancy, expected: str, advice: str | None) -> str:
     index = "[" + ", ".join(str(i) for i in gap.index) + "]"
     if math.isinf(gap.max_error):
@@ -298,133 +233,6 @@ def _report(what: str, gap: Discrepancy, expected: str, advice: str | None) -> s
             f"{expected} {gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
         )
     return body + (f"\nLikely cause: {advice}" if advice else "")
-
-
-# --- hints -----------------------------------------------------------------------------------
-
-def _unbiased_factor(x: torch.Tensor) -> tuple[int, float]:
-    n = x.numel() // x.shape[1]
-    return n, (n / (n - 1) if n > 1 else float("nan"))
-
-
-def _by_reshape(x64: torch.Tensor) -> Statistics:
-    """The statistics of ``x.reshape(-1, C)``: channels mixed, for data with more than 2 dims."""
-    return statistics(x64.reshape(-1, x64.shape[1]))
-
-
-def _large_mean(exact: Statistics) -> bool:
-    return bool((exact.mean.abs() > 100 * exact.var.sqrt()).any())
-
-
-def _statistic_hint(name: str, value: torch.Tensor, x: torch.Tensor, exact: Statistics) -> str:
-    x64, v = _f64(x), _f64(value)
-    dims = tuple(reduce_dims(x.dim()))
-    n, factor = _unbiased_factor(x)
-    varying = ~exact.constant
-    if x.dim() > 2:
-        mixed = _by_reshape(x64)
-        if matches(mixed.get(name), v, exact.get(name)):
-            return (
-                "x.reshape(-1, C) on (N, C, H, W) data mixes the channels (its rows are not pixels). "
-                f"Move the channel axis last first, x.permute(0, 2, 3, 1).reshape(-1, C), or reduce over dims {dims}."
-            )
-    if name == "var_":
-        if n > 1 and matches(exact.var * factor, v, exact.var):
-            return (
-                f"var_ is n/(n − 1) = {factor:.4g} times too large: that is the unbiased variance "
-                f"(÷ (n − 1) = {n - 1}). StandardScaler uses the population variance (÷ n = {n}, ddof=0): "
-                "pass correction=0 (unbiased=False)."
-            )
-        if matches(exact.var.sqrt(), v, exact.var):
-            return "var_ holds the standard deviation; var_ is the variance σ² and scale_ is σ."
-    if name == "scale_":
-        if n > 1 and matches(torch.where(varying, exact.scale * math.sqrt(factor), exact.scale), v, exact.scale):
-            return (
-                f"scale_ is off by a factor √(n/(n − 1)) = {math.sqrt(factor):.4g}: that is the unbiased "
-                f"standard deviation (÷ (n − 1) = {n - 1}). StandardScaler divides by n = {n} (ddof=0): "
-                "pass correction=0 (unbiased=False)."
-            )
-        if matches(torch.where(varying, exact.var, exact.scale), v, exact.scale):
-            return "scale_ holds the variance; it is the standard deviation √var_."
-        if bool(varying.any()) and bool(torch.isfinite(v).all()):
-            inside = (v**2 - exact.var)[varying]
-            outside = (v - exact.var.sqrt())[varying]
-            for implied, formula in ((inside, "√(var_ + ε)"), (outside, "√var_ + ε")):
-                if bool((implied > 0).all()) and float(implied.max()) <= 1.05 * float(implied.min()):
-                    return (
-                        f"scale_ = {formula} with ε ≈ {float(implied.mean()):.1g}. StandardScaler adds no ε: "
-                        "scale_ is √var_, and 1 for a feature whose training values are all equal "
-                        "(that is how it avoids dividing by zero)."
-                    )
-    if name != "mean_" and x.dtype != F64 and _large_mean(exact):
-        return (
-            f"your {str(x.dtype).replace('torch.', '')} {name} is inaccurate for data whose mean is large "
-            f"compared with its spread: E[x²] − E[x]² cancels catastrophically. Subtract the mean before "
-            "squaring (two passes), or compute the statistics in float64 and convert back."
-        )
-    return {
-        "mean_": f"mean_[c] is the mean of all values of feature (channel) c, over dims {dims}.",
-        "var_": f"var_ is the population variance, the mean of (x − mean_)² over dims {dims} (÷ n, ddof=0).",
-        "scale_": "scale_ is √var_, and 1 for a feature whose training values are all equal.",
-    }[name]
-
-
-def _transform_hint(out: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
-                    scale: torch.Tensor, exact_out: torch.Tensor) -> str:
-    x64 = _f64(x)
-    own = exact_statistics(x)
-    nd = x.dim()
-    candidates = [
-        (standardized(x64, own.mean, own.scale),
-         "transform standardized the new data with *its own* mean and spread. transform must reuse "
-         "the statistics fit stored (mean_, scale_): statistics computed on validation or test data "
-         "leak them into the model, and a single sample would always become 0."),
-        ((x64 - _view(mean, nd)) / _view(var, nd), "transform divides by var_; divide by scale_ (the standard deviation)."),
-        ((x64 - _view(mean, nd)) / _view(var.sqrt(), nd),
-         "transform divides by √var_, which is 0 for a constant feature; divide by scale_ (1 there)."),
-        ((x64 - _view(mean, nd)) * _view(scale, nd), "transform multiplies by scale_; standardizing divides by it."),
-        (x64 / _view(scale, nd), "transform forgot to subtract mean_."),
-        (x64 - _view(mean, nd), "transform forgot to divide by scale_."),
-        (x64 * _view(scale, nd) + _view(mean, nd), "transform computes the inverse, z · scale_ + mean_."),
-    ]
-    if nd > 2 and x.shape[-1] == x.shape[1]:
-        last = [1] * (nd - 1) + [-1]
-        candidates.append((
-            (x64 - mean.reshape(last)) / scale.reshape(last),
-            "mean_ and scale_ of shape (C,) broadcast against the *last* axis (W) of (N, C, H, W) data; "
-            "reshape them to (1, C, 1, 1) first.",
-        ))
-    return _closest(candidates, out, exact_out) or "transform(x) is (x − mean_) / scale_, per feature (channel), with the fitted statistics."
-
-
-def _inverse_hint(out: torch.Tensor, z: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
-                  scale: torch.Tensor, exact_out: torch.Tensor) -> str:
-    z64 = _f64(z)
-    nd = z.dim()
-    m, s = _view(mean, nd), _view(scale, nd)
-    own = exact_statistics(z)
-    candidates = [
-        (z64 * s, "inverse_transform forgot to add mean_ back."),
-        (z64 / s + m, "inverse_transform divides by scale_; undoing a division multiplies."),
-        ((z64 + m) * s, "inverse_transform adds mean_ before multiplying; multiply by scale_ first, then add mean_."),
-        (z64 * _view(var, nd) + m, "inverse_transform multiplies by var_; multiply by scale_ (1 for a constant feature)."),
-        (z64 * s - m, "inverse_transform subtracts mean_; it must add it back."),
-        ((z64 - m) / s, "inverse_transform applies the forward transform (x − mean_) / scale_."),
-        (z64 * _view(own.scale, nd) + _view(own.mean, nd),
-         "inverse_transform used statistics of its own input; use the fitted mean_ and scale_."),
-    ]
-    return _closest(candidates, out, exact_out) or "inverse_transform(z) is z · scale_ + mean_, per feature (channel)."
-
-
-def _closest(candidates, out: torch.Tensor, exact_out: torch.Tensor) -> str | None:
-    best, best_distance = None, float("inf")
-    s = _f64(out)
-    for value, explanation in candidates:
-        if value.shape == s.shape and matches(value, out, exact_out):
-            distance = float((value - s).abs().max())
-            if distance < best_distance:
-                best, best_distance = explanation, distance
-    return best
 
 
 # --- Part 1: statistics ------------------------------------------------------------------------
@@ -463,7 +271,7 @@ def _statistic_gap(value: torch.Tensor, same: torch.Tensor, exact: torch.Tensor)
     gap = discrepancy(value, same, exact)
     if gap is None or value.dtype == F64 or math.isinf(gap.max_error):
         return gap
-    v, e = _f64(value), _f64(exact)
+    v, e = f64(value), f64(exact)
     if bool(((v - e).abs() <= STATISTIC_RTOL * e.abs()).all()):
         return None
     return gap
@@ -477,7 +285,7 @@ def _check_statistics(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]
     for name, value in found.items():
         gap = _statistic_gap(value, same.get(name), exact.get(name))
         if gap is not None:
-            fail(_report(f"{where}: `{name}`", gap, "StandardScaler's", _statistic_hint(name, value, x, exact)))
+            fail(_report(f"{where}: `{name}`", gap, "StandardScaler's", statistic_hint(name, value, x, exact)))
     return {name: value.detach().clone() for name, value in found.items()}
 
 
@@ -572,78 +380,39 @@ def _check_transform(s, x: torch.Tensor, kept: dict[str, torch.Tensor], where: s
     __tracebackhide__ = True
     original = x.clone()
     what = f"{where}: {call}"
-    out = _check_output(_call(what, s.transform, x, hint=_broadcast_hint(x)), original, what)
+    out = _check_output(_call(what, s.transform, x, hint=broadcast_hint(x)), original, what)
     _check_unchanged(x, original, what)
     _check_same_statistics(s, kept, what)
-    m, v, sc = (_f64(kept[n]) for n in STATISTICS)
-    exact = standardized(_f64(original), m, sc)
+    m, v, sc = (f64(kept[n]) for n in STATISTICS)
+    exact = standardized(f64(original), m, sc)
     gap = discrepancy(out, standardized(original, kept["mean_"], kept["scale_"]), exact)
     if gap is not None:
-        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", _transform_hint(out, original, m, v, sc, exact)))
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, original, m, v, sc, exact)))
 
 
 def _check_inverse(s, z: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
     __tracebackhide__ = True
     original = z.clone()
     what = f"{where}: inverse_transform(z) for z of shape {shape_str(z.shape)}"
-    out = _check_output(_call(what, s.inverse_transform, z, hint=_broadcast_hint(z)), original, what)
+    out = _check_output(_call(what, s.inverse_transform, z, hint=broadcast_hint(z)), original, what)
     _check_unchanged(z, original, what)
     _check_same_statistics(s, kept, what)
-    m, v, sc = (_f64(kept[n]) for n in STATISTICS)
-    exact = _inverse(_f64(original), m, sc)
-    gap = discrepancy(out, _inverse(original, kept["mean_"], kept["scale_"]), exact)
+    m, v, sc = (f64(kept[n]) for n in STATISTICS)
+    exact = inverse(f64(original), m, sc)
+    gap = discrepancy(out, inverse(original, kept["mean_"], kept["scale_"]), exact)
     if gap is not None:
-        fail(_report(what, gap, "z · scale_ + mean_", _inverse_hint(out, original, m, v, sc, exact)))
-
-
-def _inverse(z: torch.Tensor, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
-    return z * _view(scale, z.dim()) + _view(mean, z.dim())
-
-
-def _broadcast_hint(x: torch.Tensor):
-    def hint(error: Exception) -> str | None:
-        if x.dim() > 2 and "must match the size" in str(error):
-            return (
-                "mean_ and scale_ have shape (C,), which broadcasts against the last axis of "
-                "(N, C, H, W) data; reshape them to (1, C, 1, 1) first."
-            )
-        return None
-    return hint
-
-
-def _constant_hint(scale: float, var: float, j: int, training_value: float) -> str:
-    if scale == 0.0:
-        return (
-            f"scale_ is 0 for feature {j}, whose training values are all {training_value:g}: transform would "
-            "divide 0 by 0 (NaN). StandardScaler gives a feature that does not vary scale 1."
-        )
-    if not math.isfinite(scale):
-        return f"scale_ is {scale} for feature {j}, whose training values are all {training_value:g}; StandardScaler uses scale 1 there."
-    if var > 0 and abs(scale * scale - var) <= 1e-3 * var and scale < 1e-3 * max(1.0, abs(training_value)):
-        return (
-            f"feature {j} has all training values equal ({training_value:g}), but its computed variance is "
-            f"{var:.2g}, a rounding error (the mean of equal numbers can be off in the last bit), so a test "
-            "`var == 0` misses it. Decide 'constant' by comparing values, x.amax(dims) == x.amin(dims), "
-            "and use scale 1 there."
-        )
-    if 0.0 < scale < 0.1 and var == 0.0:
-        return (
-            f"scale_ is {scale:.3g} = √{scale * scale:.1g} for feature {j}, whose training values are all "
-            f"{training_value:g}: adding ε avoids the division by zero, but StandardScaler's rule is scale 1 "
-            "for a constant feature and exactly √var_ for the others."
-        )
-    return f"feature {j} is constant in the training data (all {training_value:g}); StandardScaler gives it scale 1."
+        fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, original, m, v, sc, exact)))
 
 
 def _check_constant_features(s, x: torch.Tensor, data: Data, where: str) -> None:
     __tracebackhide__ = True
     found = _fitted(s, x, where)
     exact = exact_statistics(x)
-    scale, var = _f64(found["scale_"]), _f64(found["var_"])
+    scale, var = f64(found["scale_"]), f64(found["var_"])
     tol = 1e-9 if x.dtype == F64 else 1e-5
     for j, value in data.constant:
         if not abs(float(scale[j]) - 1.0) <= tol:
-            hint = _constant_hint(float(scale[j]), float(var[j]), j, value)
+            hint = constant_hint(float(scale[j]), float(var[j]), j, value)
             fail(f"{where}: `scale_[{j}]` is {float(scale[j]):.6g}, expected 1.\nLikely cause: {hint}")
         if not abs(float(var[j]) - float(exact.var[j])) <= tol * max(1.0, abs(value)):
             fail(
@@ -700,11 +469,11 @@ def _check_fit_transform(Standardizer, x: torch.Tensor, kept: dict[str, torch.Te
                 f"{where}: `{name}` differs from what fit(x) stores. fit_transform(x) is fit(x) followed "
                 "by transform(x): it leaves the same statistics."
             )
-    m, sc = _f64(found["mean_"]), _f64(found["scale_"])
-    expected = standardized(_f64(x), m, sc)
+    m, sc = f64(found["mean_"]), f64(found["scale_"])
+    expected = standardized(f64(x), m, sc)
     gap = discrepancy(out, standardized(x, found["mean_"], found["scale_"]), expected)
     if gap is not None:
-        fail(_report(where, gap, "(x − mean_) / scale_", _transform_hint(out, x, m, _f64(found["var_"]), sc, expected)))
+        fail(_report(where, gap, "(x − mean_) / scale_", transform_hint(out, x, m, f64(found["var_"]), sc, expected)))
 
 
 # --- Part 3: images, one statistic per channel ---------------------------------------------------
@@ -745,7 +514,7 @@ def _check_image_statistics(Standardizer, s, x: torch.Tensor, where: str) -> dic
             own = _own_feature_statistics(Standardizer, x)
         if own is not None and name in own and _close(value, own[name], exact.get(name), x.dtype):
             continue
-        fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", _statistic_hint(name, value, x, exact)))
+        fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", statistic_hint(name, value, x, exact)))
     return {name: value.detach().clone() for name, value in found.items()}
 
 
@@ -779,10 +548,10 @@ def _check_image_output(Standardizer, s, x: torch.Tensor, data: torch.Tensor, ke
     original = data.clone()
     call = "transform(x_new) for new images" if method == "transform" else "inverse_transform(z) for z"
     what = f"{where}: {call} of shape {shape_str(data.shape)}"
-    out = _check_output(_call(what, getattr(s, method), data, hint=_broadcast_hint(data)), original, what)
-    m, v, sc = (_f64(kept[n]) for n in STATISTICS)
-    formula = standardized if method == "transform" else _inverse
-    exact = formula(_f64(original), m, sc)
+    out = _check_output(_call(what, getattr(s, method), data, hint=broadcast_hint(data)), original, what)
+    m, v, sc = (f64(kept[n]) for n in STATISTICS)
+    formula = standardized if method == "transform" else inverse
+    exact = formula(f64(original), m, sc)
     gap = discrepancy(out, formula(original, kept["mean_"], kept["scale_"]), exact)
     if gap is None:
         return
@@ -790,8 +559,8 @@ def _check_image_output(Standardizer, s, x: torch.Tensor, data: torch.Tensor, ke
     if own is not None and _close(out, own, exact, data.dtype):
         return
     if method == "transform":
-        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", _transform_hint(out, original, m, v, sc, exact)))
-    fail(_report(what, gap, "z · scale_ + mean_", _inverse_hint(out, original, m, v, sc, exact)))
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, original, m, v, sc, exact)))
+    fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, original, m, v, sc, exact)))
 
 
 def check_images(Standardizer, full: bool = False) -> None:
@@ -811,21 +580,6 @@ def check_images(Standardizer, full: bool = False) -> None:
 
 # --- Part 4: the standardizer as a frozen BatchNorm ------------------------------------------------
 
-class FittedStandardizer:
-    """What ``as_batch_norm`` receives in Part 4: a standardizer's fitted attributes, set from the
-    reference, so that Part 4 does not depend on the student's Parts 1-3."""
-
-    def __init__(self, x: torch.Tensor) -> None:
-        exact = exact_statistics(x)
-        self.mean_ = exact.mean.to(x.dtype).to(x.device)
-        self.var_ = exact.var.to(x.dtype).to(x.device)
-        self.scale_ = exact.scale.to(x.dtype).to(x.device)
-        self.ndim_ = x.dim()
-
-    def __repr__(self) -> str:
-        return f"FittedStandardizer(ndim_={self.ndim_}, {self.mean_.numel()} features, {self.mean_.dtype}, {self.mean_.device})"
-
-
 def _batch_norm_data(full: bool) -> list[Data]:
     configs = [
         Data((10, 4), F64, mean=1.0, std=1e-2, seed=31, constant=((2, 0.0),), note="feature 2 constant"),
@@ -840,40 +594,6 @@ def _batch_norm_data(full: bool) -> list[Data]:
             Data((4, 3, 2, 2), F32, std=1e-3, seed=37),
         ]
     return configs
-
-
-def _batch_norm_hint(bn: nn.Module, fitted: FittedStandardizer) -> str:
-    mean, var, scale = _f64(fitted.mean_), _f64(fitted.var_), _f64(fitted.scale_)
-    rm, rv, eps = _f64(bn.running_mean), _f64(bn.running_var), float(bn.eps)
-    w = _f64(bn.weight) if bn.weight is not None else torch.ones_like(mean)
-    b = _f64(bn.bias) if bn.bias is not None else torch.zeros_like(mean)
-
-    def close(a, target):
-        return bool(((a - target).abs() <= 1e-5 * (1 + target.abs())).all())
-
-    bad = (rv + eps <= 0).nonzero()
-    if len(bad):
-        j = int(bad[0])
-        constant = " (a constant feature, var_ = 0)" if float(var[j]) == 0 else ""
-        return (
-            f"running_var + eps is {float(rv[j] + eps):.3g} for feature {j}{constant}, and BatchNorm divides by "
-            "√(running_var + eps). Make running_var + eps equal scale_², which is 1 for a constant feature."
-        )
-    if close(w, torch.ones_like(w)) and close(b, torch.zeros_like(b)) and close(rm, mean):
-        if eps > 0 and (close(rv, scale**2) or close(rv, var)):
-            return (
-                f"BatchNorm divides by √(running_var + eps) with eps = {eps:g}, not by √running_var. Build it with "
-                "eps=0 and running_var = scale_², or keep eps and store running_var = scale_² − eps."
-            )
-        if close(rv, scale):
-            return "running_var holds scale_, a standard deviation; BatchNorm expects a variance, scale_²."
-    if not close(rm, mean) and close(w, torch.ones_like(w)):
-        return "running_mean must be mean_."
-    return (
-        "in eval mode BatchNorm computes (x − running_mean) / √(running_var + eps) · weight + bias; choose "
-        "them so that this is (x − mean_) / scale_: running_mean = mean_, running_var + eps = scale_², "
-        "weight = 1, bias = 0 (or affine=False)."
-    )
 
 
 def _shares_memory(a: torch.Tensor | None, b: torch.Tensor) -> bool:
@@ -893,7 +613,7 @@ def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
             fitted = FittedStandardizer(x)
             kept = {n: getattr(fitted, n).clone() for n in STATISTICS}
             where = f"as_batch_norm(standardizer) for a standardizer fitted on {data.describe(device)}"
-            bn = _call(where, as_batch_norm, fitted, hint=_attribute_hint)
+            bn = _call(where, as_batch_norm, fitted, hint=attribute_hint)
             _check_batch_norm_module(bn, fitted, x, where)
             for name, before in kept.items():
                 if not torch.equal(getattr(fitted, name), before):
@@ -902,18 +622,12 @@ def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
                 out = _call(f"{where}: the layer's forward on new data", bn, new)
             if not isinstance(out, torch.Tensor) or out.shape != new.shape or out.dtype != new.dtype:
                 fail(f"{where}: the layer returned {type(out).__name__} {getattr(out, 'dtype', '')} for {new.dtype} input of shape {shape_str(new.shape)}.")
-            m, sc = _f64(fitted.mean_), _f64(fitted.scale_)
-            exact = standardized(_f64(new), m, sc)
+            m, sc = f64(fitted.mean_), f64(fitted.scale_)
+            exact = standardized(f64(new), m, sc)
             gap = discrepancy(out, standardized(new, fitted.mean_, fitted.scale_), exact)
             if gap is not None:
                 fail(_report(f"{where}: its output on new data of shape {shape_str(new.shape)}", gap,
-                             "the standardizer's transform", _batch_norm_hint(bn, fitted)))
-
-
-def _attribute_hint(error: Exception) -> str | None:
-    if isinstance(error, AttributeError):
-        return "as_batch_norm may use only the fitted attributes mean_, var_, scale_ and ndim_ of the standardizer it receives."
-    return None
+                             "the standardizer's transform", batch_norm_hint(bn, fitted)))
 
 
 def _check_batch_norm_module(bn, fitted: FittedStandardizer, x: torch.Tensor, where: str) -> None:

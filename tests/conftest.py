@@ -1,4 +1,7 @@
+import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -9,6 +12,7 @@ torch.set_num_threads(1)  # small tensors: thread start-up would dominate
 
 # Importing the grader takes the trusted baseline here, before any submission runs.
 from autograder import integrity  # noqa: E402
+from course import REPO, tool_env  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -25,3 +29,28 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "cuda" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def built_book(tmp_path_factory) -> Path:
+    """The book built once per test session with warnings as errors; the HTML folder.
+
+    Shared by tests/test_book.py and tests/test_browser.py. Set BUILT_BOOK_HTML to the
+    `_build/html` folder of a build made with `jupyter-book build --warningiserror --keep-going .`
+    to test that build instead of making another (the Pages workflow does this).
+    """
+    given = os.environ.get("BUILT_BOOK_HTML")
+    if given:
+        html = Path(given).resolve()
+        assert (html / "index.html").is_file(), f"BUILT_BOOK_HTML={given} holds no built book"
+        return html
+    out = tmp_path_factory.mktemp("book")
+    start = time.monotonic()
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", "--warningiserror", "--keep-going",
+         "--path-output", str(out), str(REPO)],
+        capture_output=True, text=True, timeout=1500, env=tool_env(),
+    )
+    print(f"\nbook build: {time.monotonic() - start:.1f} s")
+    assert done.returncode == 0, (done.stdout[-5000:], done.stderr[-5000:])
+    return out / "_build" / "html"

@@ -1,15 +1,13 @@
 """The book builds with warnings as errors, every chapter executed, and shows no secret."""
 from __future__ import annotations
 
-import subprocess
-import sys
-import time
-from pathlib import Path
+import re
+from html.parser import HTMLParser
 
 import pytest
 import yaml
 
-from course import REPO, tool_env
+from course import REPO
 from leaks import html_text, leaked
 
 pytestmark = pytest.mark.slow
@@ -21,20 +19,6 @@ def toc_files() -> list[str]:
     for entry in toc.get("chapters", []):
         files.append(entry["file"])
     return files
-
-
-@pytest.fixture(scope="module")
-def built_book(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("book")
-    start = time.monotonic()
-    done = subprocess.run(
-        [str(Path(sys.executable).parent / "jupyter-book"), "build", "--warningiserror", "--keep-going",
-         "--path-output", str(out), str(REPO)],
-        capture_output=True, text=True, timeout=1500, env=tool_env(),
-    )
-    print(f"\nbook build: {time.monotonic() - start:.1f} s")
-    assert done.returncode == 0, (done.stdout[-5000:], done.stderr[-5000:])
-    return out / "_build" / "html"
 
 
 def test_every_toc_file_exists():
@@ -63,3 +47,63 @@ def test_built_html_holds_no_solution_or_hidden_test(built_book):
     for source in built_book.rglob("_sources/**/*"):
         if source.is_file():
             assert leaked(source.read_text(errors="ignore")) == [], source
+
+
+# Hosts of script, font and style CDNs: none may appear anywhere in a page or a stylesheet.
+CDN_HOSTS = ("cdn.jsdelivr", "unpkg.com", "googleapis", "gstatic", "cdnjs", "mathjax.org", "bootstrapcdn")
+# Elements and attributes that the browser fetches on its own when it shows the page.
+RESOURCE_ATTRIBUTES = {"script": ("src",), "link": ("href",), "img": ("src", "srcset"), "source": ("src", "srcset"),
+                       "iframe": ("src",), "video": ("src", "poster"), "audio": ("src",), "embed": ("src",),
+                       "object": ("data",), "image": ("href", "xlink:href"), "use": ("href", "xlink:href")}
+
+
+class _Resources(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.found: list[tuple[str, str]] = []
+
+    def handle_starttag(self, tag, attrs):
+        for name, value in attrs:
+            if name in RESOURCE_ATTRIBUTES.get(tag, ()) and value:
+                self.found.extend((tag, v.strip().split(" ")[0]) for v in value.split(","))
+            if name == "style" and value:
+                self.found.extend(("style", url) for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", value))
+
+
+def _external(url: str) -> bool:
+    return bool(re.match(r"^([a-z][a-z0-9+.-]*:)?//", url, re.IGNORECASE)) and not url.lower().startswith(("data:", "blob:"))
+
+
+def test_pages_load_nothing_from_other_hosts(built_book):
+    """Every script, stylesheet, font, image and frame comes from the book itself: the book works
+    offline, and MathJax in particular is the vendored copy, never a CDN."""
+    outside = []
+    for page in built_book.rglob("*.html"):
+        text = page.read_text()
+        outside += [f"{page.name}: mentions {host}" for host in CDN_HOSTS if host in text]
+        parser = _Resources()
+        parser.feed(text)
+        outside += [f"{page.name}: <{tag}> {url}" for tag, url in parser.found if _external(url)]
+        outside += [f"{page.name}: <style> {url}" for url in re.findall(r"url\(\s*['\"]?([^'\")]+)", text) if _external(url)]
+    for sheet in built_book.glob("_static/**/*.css"):
+        css = sheet.read_text(errors="ignore")
+        outside += [f"{sheet.name}: {url}" for url in re.findall(r"(?:url\(|@import)\s*['\"]?([^'\")\s;]+)", css)
+                    if _external(url)]
+    assert outside == [], outside
+
+
+def test_math_uses_the_vendored_mathjax_on_every_page(built_book):
+    """Pages with equations load MathJax from _static/mathjax/ by a path relative to the page
+    (nested pages included), and the file is there."""
+    with_math = 0
+    for page in built_book.rglob("*.html"):
+        text = page.read_text()
+        sources = re.findall(r'<script[^>]*src="([^"]*(?:mathjax|MathJax)[^"]*)"', text)
+        if 'class="math' in text:
+            with_math += 1
+            assert sources, f"{page}: equations but no MathJax script"
+        for src in sources:
+            target = (page.parent / src.split("?")[0]).resolve()
+            assert target == (built_book / "_static" / "mathjax" / "tex-svg.js").resolve(), (page, src)
+            assert target.is_file(), (page, src)
+    assert with_math >= 1, "no page with equations: is dollarmath still parsed?"

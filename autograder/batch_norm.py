@@ -11,7 +11,7 @@ from torch import nn
 
 from autograder import engine, forbidden, integrity, structure
 from autograder.batch_norm_hints import hint
-from autograder.devices import available_devices, default_device
+from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
 from autograder.inputs import channel_input, random_tensor
 from autograder.messages import fail, shape_str
@@ -20,9 +20,6 @@ from autograder.numerics import discrepancy, matches
 REFERENCES = {"BatchNorm1d": nn.BatchNorm1d, "BatchNorm2d": nn.BatchNorm2d}
 F64, F32 = torch.float64, torch.float32
 
-
-def _devices(full: bool) -> list[torch.device]:
-    return available_devices() if full else [default_device()]
 
 
 def _state(channels: int, seed: int, affine: bool = True, tracked: bool = False, batches: int = 0) -> dict:
@@ -70,7 +67,7 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
             ((8, 3, 6, 5), 1e3, 1.0, F32),
             ((64, 5), 1e3, 1.0, F32),
         ]
-    for device in _devices(full):
+    for device in devices_for(full):
         for seed, (shape, mean, std, dtype) in enumerate(shapes):
             x = channel_input(shape, seed=seed, mean=mean, std=std).to(dtype).to(device)
             where = f"batch_mean_var on a {str(dtype).replace('torch.', '')} input of shape {shape_str(shape)} on {device.type}"
@@ -127,7 +124,7 @@ def _statistics_hint(name, value, exact, x, n, dims) -> str | None:
 
 def _training_cases(full: bool) -> list[Case]:
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         d = dict(device=device)
         cases += [
             _case("BatchNorm1d", (8, 3), seed=1, **d),
@@ -157,7 +154,7 @@ def _training_cases(full: bool) -> list[Case]:
 def _running_cases(full: bool) -> list[Case]:
     steps = ("train", "train", "train-no-grad", "eval", "eval-one", "train")
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         d = dict(device=device, steps=steps)
         untracked = dict(device=device, steps=("train", "train", "train-no-grad", "eval", "train"))
         cases += [
@@ -198,7 +195,7 @@ def _input_check_cases(full: bool) -> list[Case]:
         return [Step(mode, channel_input(shape, seed=40 + i)) for i, (mode, shape) in enumerate(pairs)]
 
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         cases += [
             Case("BatchNorm1d", (4,), {}, steps(("train", (5, 4, 3, 2)), ("train", (1, 4)), ("eval", (1, 4))), device=device),
             Case("BatchNorm2d", (3,), {}, steps(("train", (2, 3, 4)), ("train", (1, 3, 1, 1)), ("eval", (1, 3, 1, 1))), device=device),
@@ -249,7 +246,7 @@ def check_module_contract(BatchNorm1d, BatchNorm2d, full: bool = False) -> None:
         variants += [{"affine": False, "track_running_stats": False}, {"eps": 1e-3, "momentum": None}]
     dtypes = [F32, F64] if full else [F32]
     for layer, cls in classes.items():
-        for device in _devices(full):
+        for device in devices_for(full):
             for dtype in dtypes:
                 for kwargs in variants:
                     structure.compare_structure(cls, REFERENCES[layer], (5,), kwargs, device, dtype, layer)

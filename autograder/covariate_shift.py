@@ -15,7 +15,7 @@ from torch import nn
 
 from autograder import engine, forbidden, integrity
 from autograder.batch_norm_hints import hint as batch_norm_hint
-from autograder.devices import available_devices, default_device
+from autograder.devices import default_device, devices_for
 from autograder.engine import FORWARD_ASPECTS, Case, Step
 from autograder.inputs import channel_input
 from autograder.messages import fail
@@ -24,9 +24,6 @@ from autograder.probes import run_tool, sigmoid_mlp
 STAT_NAMES = ("mean", "std", "p15", "p50", "p85", "saturated")
 QUANTILES = (0.15, 0.50, 0.85)
 
-
-def _devices(full: bool) -> list[torch.device]:
-    return available_devices() if full else [default_device()]
 
 
 def _dtypes(full: bool) -> list[torch.dtype]:
@@ -99,7 +96,7 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
             ([5, 12, 12, 12, 3], ["fc1", "act1", "act3", "fc4"], 0.05, 17, False),
             ([4, 8, 3], ["act1"], 0.1, 2, True),
         ]
-    for device in _devices(full):
+    for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, names, saturation, batch, train) in enumerate(configs):
                 model = sigmoid_mlp(widths, seed, device, dtype).train(train)
@@ -140,7 +137,7 @@ def check_layer_input(layer_input, full: bool = False) -> None:
     configs = [([6, 16, 16, 4], "fc2", True)]
     if full:
         configs += [([5, 12, 12, 3], "act2", False), ([4, 8, 3], "fc1", True)]
-    for device in _devices(full):
+    for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, name, train) in enumerate(configs):
                 model = sigmoid_mlp(widths, seed + 20, device, dtype).train(train)
@@ -183,7 +180,7 @@ def check_distribution_shift(distribution_shift, full: bool = False) -> None:
     pairs = [((64, 5), 0.3, 1.5, False)]
     if full:
         pairs += [((3, 4), -2.0, 0.5, False), ((40, 6), 0.0, 1.0, True), ((128, 3), 5.0, 3.0, False)]
-    for device in _devices(full):
+    for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (shape, shift, scale, constant) in enumerate(pairs):
                 before = channel_input(shape, seed=seed + 40)
@@ -240,7 +237,7 @@ def _standardize_cases(full: bool) -> list[Case]:
     steps = ("train", "eval", "train-no-grad")
     reference = "torch.nn.BatchNorm1d(affine=False, track_running_stats=False)"
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         def case(shape, kwargs=None, dtype=torch.float64, mean=0.0, std=1.0, note="", seed=0):
             built = []
             for i, mode in enumerate(steps):

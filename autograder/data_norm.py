@@ -23,7 +23,7 @@ from torch.overrides import TorchFunctionMode
 
 from autograder import integrity
 from autograder.data_norm_hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, inverse_hint, shape_hint, statistic_hint, transform_hint
-from autograder.devices import available_devices, default_device
+from autograder.devices import devices_for
 from autograder.inputs import channel_input
 from autograder.messages import fail, shape_str
 from autograder.numerics import FLOAT64_RTOL, LOW_PRECISION_FLOOR, Discrepancy, discrepancy
@@ -237,9 +237,6 @@ def _report(what: str, gap: Discrepancy, expected: str, advice: str | None) -> s
 
 # --- Part 1: statistics ------------------------------------------------------------------------
 
-def _devices(full: bool) -> list[torch.device]:
-    return available_devices() if full else [default_device()]
-
 
 def _fit_data(full: bool) -> list[Data]:
     configs = [
@@ -308,7 +305,7 @@ def check_fit(Standardizer, full: bool = False) -> None:
     """``Standardizer().fit(x)`` on (N, D) data: ``mean_``, ``var_``, ``scale_`` as StandardScaler's."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    for device in _devices(full):
+    for device in devices_for(full):
         for i, data in enumerate(_fit_data(full)):
             x = data.train(device)
             where = f"Standardizer().fit(x) on {data.describe(device)}"
@@ -426,7 +423,7 @@ def check_transform(Standardizer, full: bool = False) -> None:
     constant features (scale 1, no NaN)."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    for device in _devices(full):
+    for device in devices_for(full):
         for data in _transform_data(full):
             x, new, z = data.train(device), data.new(device), data.codes(device)
             where = f"Standardizer().fit(x) on {data.describe(device)}"
@@ -567,7 +564,7 @@ def check_images(Standardizer, full: bool = False) -> None:
     """(N, C, H, W) data: one statistic per channel, over the batch and both spatial axes."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    for device in _devices(full):
+    for device in devices_for(full):
         for data in _image_data(full):
             x, new, z = data.train(device), data.new(device), data.codes(device)
             where = f"Standardizer().fit(x) on images: {data.describe(device)}"
@@ -607,7 +604,7 @@ def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
     is the standardizer's transform."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    for device in _devices(full):
+    for device in devices_for(full):
         for data in _batch_norm_data(full):
             x, new = data.train(device), data.new(device)
             fitted = FittedStandardizer(x)

@@ -15,3 +15,8 @@ def available_devices() -> list[torch.device]:
     if torch.cuda.is_available():
         devices.append(torch.device("cuda"))
     return devices
+
+
+def devices_for(full: bool) -> list[torch.device]:
+    """Where a check runs: the student's device for a visible check, every device for a hidden one."""
+    return available_devices() if full else [default_device()]

@@ -70,7 +70,9 @@ def _limit_memory(megabytes: int):
     return apply
 
 
-def _tool_env() -> dict[str, str]:
+def tool_env() -> dict[str, str]:
+    """The environment for nbgrader and jupyter-book subprocesses: this interpreter's bin first
+    (nbgrader runs `alembic` from PATH; kernels must use the same environment)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
     return env
@@ -95,7 +97,7 @@ def run_batch(course: Path, assignment: str, students: list[str], limits: Limits
                           f"--RecheckInCleanProcess.cell_timeout={limits.cell_timeout}",
                           f"--RecheckInCleanProcess.timeout={int(limits.seconds)}"]
     with open(root / "nbgrader.log", "wb") as log:
-        process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=_tool_env(),
+        process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=tool_env(),
                                    preexec_fn=_limit_memory(limits.memory_mb), start_new_session=True)
         batch.culprit = _watch(process, root / "nbgrader.log", limits.seconds)
         batch.returncode = process.wait()

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from autograder import engine, forbidden, integrity, structure
-from autograder.devices import available_devices, default_device
+from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, OUTPUT, RAISES, Case, Finding, Step
 from autograder.inputs import channel_input, random_tensor
 from autograder.messages import fail
@@ -19,9 +19,6 @@ from autograder.numerics import closest_explanation
 F64, F32 = torch.float64, torch.float32
 REFERENCES = {"GroupNorm": nn.GroupNorm, "InstanceNorm2d": nn.InstanceNorm2d}
 
-
-def _devices(full: bool) -> list[torch.device]:
-    return available_devices() if full else [default_device()]
 
 
 def _per_channel(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -139,19 +136,11 @@ def _group_extra(f: Finding) -> str | None:
     if f.aspect == RAISES and "torch raises RuntimeError" in f.detail:
         return ("like torch, refuse an input whose channel count is not num_channels (with affine) or not "
                 "divisible by num_groups, or that has fewer than 2 dimensions: raise RuntimeError.")
-    if f.aspect == RAISES and "view" in f.detail:
-        return "x.view needs a contiguous tensor; use x.reshape, which copies only when it must."
     return None
 
 
-def _instance_view_hint(f: Finding) -> str | None:
-    if f.aspect == RAISES and "view" in f.detail:
-        return "x.view needs a contiguous tensor; use x.reshape, which copies only when it must."
-    return _instance_extra(f)
-
-
 group_hint = make_hint(_group_groupings, _affine, _group_extra)
-instance_hint = make_hint(_instance_groupings, _affine, _instance_view_hint)
+instance_hint = make_hint(_instance_groupings, _affine, _instance_extra)
 HINTS = {"GroupNorm": group_hint, "InstanceNorm2d": instance_hint}
 
 
@@ -194,7 +183,7 @@ def _case(layer, args, shape, kwargs=None, dtype=F64, device=None, mean=0.0, std
 
 def _group_cases(full: bool) -> list[Case]:
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         d = dict(device=device)
         cases += [
             _case("GroupNorm", (8, 32), (2, 32, 3, 4), seed=1, note="32 channels in 8 groups", **d),
@@ -222,7 +211,7 @@ def _group_cases(full: bool) -> list[Case]:
 def _instance_cases(full: bool) -> list[Case]:
     tracked_steps = ("train", "train", "train-no-grad", "eval", "train")
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         d = dict(device=device)
         cases += [
             _case("InstanceNorm2d", (3,), (2, 3, 4, 5), seed=21, note="defaults: affine=False, no running stats", **d),
@@ -254,7 +243,7 @@ def _group_input_cases(full: bool) -> list[Case]:
         return [Step("train", channel_input(shape, seed=60 + i)) for i, shape in enumerate(shapes)]
 
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         cases.append(Case("GroupNorm", (2, 4), {"affine": False}, steps((2, 4, 3), (2, 5, 3)), device=device))
         if full:
             cases += [
@@ -269,7 +258,7 @@ def _instance_input_cases(full: bool) -> list[Case]:
         return [Step("train", channel_input(shape, seed=70 + i)) for i, shape in enumerate(shapes)]
 
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         cases.append(Case("InstanceNorm2d", (3,), {"affine": True}, steps((2, 3, 4, 4), (2, 4, 4, 4)), device=device))
         if full:
             cases += [
@@ -321,7 +310,7 @@ def check_group_norm_contract(GroupNorm, full: bool = False) -> None:
     if full:
         variants += [((1, 5), {"eps": 1e-3}), ((6, 6), {})]
     attributes = ("num_groups", "num_channels", "eps", "affine")
-    for device in _devices(full):
+    for device in devices_for(full):
         for dtype in ([F32, F64] if full else [F32]):
             for args, kwargs in variants:
                 structure.compare_structure(GroupNorm, nn.GroupNorm, args, kwargs, device, dtype, "GroupNorm",
@@ -344,7 +333,7 @@ def check_instance_norm_contract(InstanceNorm2d, full: bool = False) -> None:
     if full:
         variants += [{"affine": True, "track_running_stats": True, "momentum": 0.3, "eps": 1e-3}]
     attributes = ("num_features", "eps", "momentum", "affine", "track_running_stats")
-    for device in _devices(full):
+    for device in devices_for(full):
         for dtype in ([F32, F64] if full else [F32]):
             for kwargs in variants:
                 structure.compare_structure(InstanceNorm2d, nn.InstanceNorm2d, (5,), kwargs, device, dtype,

@@ -10,7 +10,7 @@ import torch
 from torch import nn
 
 from autograder import engine, forbidden, integrity, siglip_reference, structure
-from autograder.devices import available_devices, default_device
+from autograder.devices import devices_for
 from autograder.engine import FORWARD_ASPECTS, RAISES, Case, Finding, Step
 from autograder.inputs import random_tensor, sample_input
 from autograder.messages import fail, shape_str
@@ -19,9 +19,6 @@ from autograder.numerics import discrepancy, matches
 
 F64, F32 = torch.float64, torch.float32
 
-
-def _devices(full: bool) -> list[torch.device]:
-    return available_devices() if full else [default_device()]
 
 
 def _as_tuple(normalized_shape) -> tuple[int, ...]:
@@ -96,7 +93,7 @@ def _case(shape, normalized_shape, kwargs=None, dtype=F64, device=None, mean=0.0
 
 def _forward_cases(full: bool) -> list[Case]:
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         d = dict(device=device)
         cases += [
             _case((2, 5, 8), 8, seed=1, note="tokens (B, T, D)", **d),
@@ -125,7 +122,7 @@ def _input_check_cases(full: bool) -> list[Case]:
         return [Step("train", sample_input(shape, seed=40 + i)) for i, shape in enumerate(shapes)]
 
     cases = []
-    for device in _devices(full):
+    for device in devices_for(full):
         cases.append(Case("LayerNorm", (4,), {"elementwise_affine": False}, steps((3, 5), (2, 4)), device=device))
         if full:
             cases += [
@@ -165,7 +162,7 @@ def check_module_contract(LayerNorm, full: bool = False) -> None:
         variants += [((5,), {"eps": 1e-6}), (([4, 2],), {}), (((3, 2, 2),), {"elementwise_affine": False, "bias": False})]
     dtypes = [F32, F64] if full else [F32]
     attributes = ("normalized_shape", "eps", "elementwise_affine")
-    for device in _devices(full):
+    for device in devices_for(full):
         for dtype in dtypes:
             for args, kwargs in variants:
                 structure.compare_structure(LayerNorm, nn.LayerNorm, args, kwargs, device, dtype, "LayerNorm",
@@ -257,7 +254,7 @@ def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False)
     _check_class(LayerNorm)
     stored = siglip_reference.load()
     names = ["small", "odd"] if full else ["small"]
-    for device in _devices(full):
+    for device in devices_for(full):
         for name in names:
             config = siglip_reference.config(name)
             reference = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in stored[name].items()}

@@ -11,7 +11,7 @@ from typing import Callable
 
 import torch
 
-from autograder.engine import GRAD_INPUT, GRAD_PARAMS, OUTPUT, Finding, Hint
+from autograder.engine import GRAD_INPUT, GRAD_PARAMS, OUTPUT, RAISES, Finding, Hint
 from autograder.formulas import ONE_PASS_ADVICE, one_pass_is_inaccurate, standardize, statistic_misreadings
 from autograder.numerics import closest_explanation, matches
 
@@ -71,6 +71,8 @@ def make_hint(groupings: GROUPING_FACTORY, affine: Affine, extra: Hint | None = 
             found = extra(f)
             if found:
                 return found
+        if f.aspect == RAISES and "view size is not compatible" in f.detail:
+            return "x.view needs a contiguous tensor; use x.reshape, which copies only when it must."
         if f.aspect == OUTPUT and f.student is not None and f.exact is not None and f.student.shape == f.exact.shape:
             return _output_hint(f, groupings, affine)
         if f.aspect == GRAD_INPUT:

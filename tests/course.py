@@ -2,11 +2,11 @@
 from __future__ import annotations
 
 import copy
-import os
-import sys
 from pathlib import Path
 
 import nbformat
+
+from autograder.grade import tool_env  # noqa: F401 - the tests' subprocess environment
 
 REPO = Path(__file__).resolve().parents[1]
 SUBMISSIONS = REPO / "tests" / "submissions"
@@ -99,12 +99,6 @@ def load_namespace(assignment: str, code: str) -> dict:
     return namespace
 
 
-def tool_env() -> dict[str, str]:
-    """The environment for nbgrader and jupyter-book subprocesses: this interpreter's bin first
-    (nbgrader runs `alembic` from PATH; kernels must use the same environment)."""
-    env = dict(os.environ)
-    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    return env
 
 
 def run_parts(namespace: dict, parts: dict, full: bool = True) -> dict[str, str | None]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from autograder import batch_norm as checks
-from course import is_solution_cell, load_namespace, release_notebook, run_parts, solution_code, submission_files
+from catalogue import Catalogue
+from course import submission_files
 
 ASSIGNMENT = "02_batch_norm"
 PARTS = {
@@ -18,24 +19,6 @@ PARTS = {
     "running": lambda ns, full: checks.check_running_statistics(ns["BatchNorm1d"], ns["BatchNorm2d"], full=full),
     "contract": lambda ns, full: checks.check_module_contract(ns["BatchNorm1d"], ns["BatchNorm2d"], full=full),
 }
-
-
-def results(code: str, full: bool = True) -> dict[str, str | None]:
-    return run_parts(load_namespace(ASSIGNMENT, code), PARTS, full)
-
-
-CORRECT = {p.stem: p.read_text() for p in submission_files(ASSIGNMENT, "correct")}
-CORRECT["notebook_solution"] = solution_code(ASSIGNMENT)
-
-
-@pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_submission_passes_every_part(name):
-    assert results(CORRECT[name]) == dict.fromkeys(PARTS)
-
-
-@pytest.mark.parametrize("name", sorted(CORRECT))
-def test_correct_submission_passes_the_visible_checks(name):
-    assert results(CORRECT[name], full=False) == dict.fromkeys(PARTS)
 
 
 # For each bug: the parts it must fail, each with a phrase its message must contain. Every part
@@ -90,23 +73,22 @@ BUGS = {
 }
 
 
+CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS)  # the cheats are graded in tests/test_cheats.py
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE.correct()))
+def test_correct_submission_passes_every_part(name):
+    CATALOGUE.assert_correct(name)
+
+
 def test_every_bug_in_the_catalogue_has_an_expectation():
     assert sorted(p.stem for p in submission_files(ASSIGNMENT, "bug")) == sorted(BUGS)
 
 
 @pytest.mark.parametrize("name", sorted(BUGS))
 def test_bug_fails_the_parts_it_breaks_with_its_misconception(name):
-    path = next(p for p in submission_files(ASSIGNMENT, "bug") if p.stem == name)
-    got = results(path.read_text())
-    for part in PARTS:
-        if part in BUGS[name]:
-            assert got[part] is not None, f"{part} passed"
-            assert BUGS[name][part] in got[part], got[part]
-        else:
-            assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
+    CATALOGUE.assert_bug(name)
 
 
 def test_the_released_stub_fails_every_part():
-    stub = "\n\n".join(c.source for c in release_notebook(ASSIGNMENT).cells if is_solution_cell(c))
-    got = results(stub, full=False)
-    assert all(message and "NotImplementedError" in message for message in got.values()), got
+    CATALOGUE.assert_stub_fails()

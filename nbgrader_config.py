@@ -7,7 +7,6 @@ from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
     ClearHiddenTests,
-    Execute,
     GetGrades,
     IgnorePattern,
     LimitOutput,
@@ -15,8 +14,8 @@ from nbgrader.preprocessors import (
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 
-from autograder.isolation import RecheckInCleanProcess
 from autograder.feedback import HideTracebacks
+from autograder.grading.execute import SandboxedExecute
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
@@ -34,15 +33,14 @@ c.ClearSolutions.code_stub = {"python": "# YOUR CODE HERE\nraise NotImplementedE
 c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Per-cell limit while grading; a test cell runs its full hidden matrix in well under a second.
-c.Execute.timeout = 120
-c.Execute.interrupt_on_timeout = True
+c.SandboxedExecute.timeout = 120
+c.SandboxedExecute.interrupt_on_timeout = True
 
-# After the kernel has run the notebook, repeat every passed test cell in a clean process that
-# loads the grader before the student's code: a solution cell that monkeypatches torch, numpy
-# or autograder cannot turn a failing check into points (see autograder/isolation.py).
+# The student's code runs in a bubblewrap sandbox (no view of the course, its gradebook or other
+# students); each test cell runs in the grader, which drives the student's objects over a socket
+# and judges the plain data they return (see autograder/grading/execute.py).
 c.Autograde.autograde_preprocessors = [
-    Execute,
-    RecheckInCleanProcess,
+    SandboxedExecute,
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
@@ -50,7 +48,6 @@ c.Autograde.autograde_preprocessors = [
     AssignLatePenalties,
     CheckCellMetadata,
 ]
-c.RecheckInCleanProcess.timeout = 300
 
 # Feedback shows each check's message, never hidden test source or traceback lines.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideTracebacks, CSSHTMLHeaderPreprocessor]

@@ -16,6 +16,8 @@ from autograder.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
 from autograder.inputs import channel_input, random_tensor
 from autograder.messages import fail, shape_str
 from autograder.numerics import discrepancy, matches
+from autograder.side import Student, student, students
+from autograder.wire import RemoteError
 
 REFERENCES = {"BatchNorm1d": nn.BatchNorm1d, "BatchNorm2d": nn.BatchNorm2d}
 F64, F32 = torch.float64, torch.float32
@@ -58,6 +60,7 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
     """``batch_mean_var(x)`` returns the per-channel mean and biased variance over all dims but 1."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    function = student(batch_mean_var, "batch_mean_var")
     shapes = [((6, 3), 0.0, 1.0, F64), ((4, 3, 5), 0.0, 1.0, F64), ((2, 3, 5, 4), 0.0, 1.0, F64)]
     if full:
         shapes += [
@@ -73,13 +76,11 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
             where = f"batch_mean_var on a {str(dtype).replace('torch.', '')} input of shape {shape_str(shape)} on {device.type}"
             if mean:
                 where += f" with mean {mean:g}"
-            recorder = forbidden.OpRecorder()
-            try:
-                with recorder:
-                    got = batch_mean_var(x.clone())
-            except Exception as error:  # noqa: BLE001
-                fail(f"{where} raised {type(error).__name__}: {error}")
-            forbidden.report_normalization_ops(recorder.normalization_ops(), "batch_mean_var")
+            report = function.call("observe.call", (x.clone(),), record=True)
+            got = report["result"]
+            if isinstance(got, RemoteError):
+                fail(f"{where} raised {got.name}: {got}")
+            forbidden.report_normalization_ops(report["normalization_ops"], "batch_mean_var")
             if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(isinstance(t, torch.Tensor) for t in got)):
                 fail(f"{where}: return a tuple (mean, var) of two tensors, got {type(got).__name__}.")
             dims = [0] + list(range(2, len(shape)))
@@ -210,12 +211,13 @@ def _input_check_cases(full: bool) -> list[Case]:
     return cases
 
 
-def _classes(BatchNorm1d, BatchNorm2d) -> dict[str, type]:
+def _classes(BatchNorm1d, BatchNorm2d) -> dict[str, Student]:
     __tracebackhide__ = True
     integrity.check_untampered()
-    classes = {"BatchNorm1d": BatchNorm1d, "BatchNorm2d": BatchNorm2d}
+    found = students((BatchNorm1d, "BatchNorm1d"), (BatchNorm2d, "BatchNorm2d"))
+    classes = {cls.what: cls for cls in found}
     for name, cls in classes.items():
-        forbidden.check_not_torch_norm_class(cls, name)
+        forbidden.check_class(cls, name)
     return classes
 
 

@@ -5,6 +5,10 @@ the grader records with its own hooks and computes with torch, and against the r
 must follow (:mod:`autograder.probes`). ``distribution_shift`` is checked against the formula
 computed in float64. ``BatchStandardize`` goes through the shared engine against
 ``torch.nn.BatchNorm1d(num_features, eps, affine=False, track_running_stats=False)``.
+
+The student's functions run on the student's side only (:mod:`autograder.sandbox.observe_tools`
+reports what they returned and did); the probe models are described as plain data and built on
+both sides, so the grader records the expected values on its own identical copy.
 """
 from __future__ import annotations
 
@@ -19,11 +23,12 @@ from autograder.devices import default_device, devices_for
 from autograder.engine import FORWARD_ASPECTS, Case, Step
 from autograder.inputs import channel_input
 from autograder.messages import fail
-from autograder.probes import run_tool, sigmoid_mlp
+from autograder.probes import build_model, judge_tool_report, model_spec
+from autograder.side import Student, student
+from autograder.wire import RemoteError
 
 STAT_NAMES = ("mean", "std", "p15", "p50", "p85", "saturated")
 QUANTILES = (0.15, 0.50, 0.85)
-
 
 
 def _dtypes(full: bool) -> list[torch.dtype]:
@@ -90,6 +95,7 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
     """``activation_stats(model, x, layer_names, saturation)`` against the grader's own recording."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    tool = student(activation_stats, "activation_stats")
     configs = [([6, 16, 16, 4], ["act1", "act2"], 0.05, 32, True)]
     if full:
         configs += [
@@ -99,17 +105,18 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, names, saturation, batch, train) in enumerate(configs):
-                model = sigmoid_mlp(widths, seed, device, dtype).train(train)
+                spec = model_spec(widths, seed, device, dtype, train)
                 x = channel_input((batch, widths[0]), seed=seed + 10).to(device, dtype)
                 what = (
                     f"activation_stats on a {len(widths) - 1}-layer sigmoid MLP in "
                     f"{'training' if train else 'eval'} mode ({str(dtype).replace('torch.', '')}, {device.type}), "
                     f"layers {names}, saturation {saturation}"
                 )
-                got = run_tool(activation_stats, what, model, x, names, saturation)
-                recorded = _recorded_outputs(model, x, names)
+                report = tool.call("observe_tools.run_tool", spec, x, (names, saturation))
+                got = judge_tool_report(report, what)
+                recorded = _recorded_outputs(build_model(spec), x, names)
                 if not isinstance(got, dict) or sorted(got) != sorted(names):
-                    fail(f"{what}: return a dict with one entry per requested layer name {names}, got {got!r:.200}.")
+                    fail(f"{what}: return a dict with one entry per requested layer name {names}, got {report['shown']}.")
                 for name in names:
                     entry = got[name]
                     if not isinstance(entry, dict) or sorted(entry) != sorted(STAT_NAMES):
@@ -118,35 +125,37 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
                     for stat in STAT_NAMES:
                         value = entry[stat]
                         if not isinstance(value, float):
-                            fail(f"{what}: result['{name}']['{stat}'] is a {type(value).__name__}; return Python floats (tensor.item()).")
+                            kind = report["types"][name][stat]
+                            fail(f"{what}: result['{name}']['{stat}'] is a {kind}; return Python floats (tensor.item()).")
                         tolerance = 1e-9 if stat == "saturated" else 2e-6 * max(1.0, abs(expected[stat]))
                         if not abs(value - expected[stat]) <= tolerance:
                             fail(
                                 f"{what}: result['{name}']['{stat}'] is {value:.7g}, expected {expected[stat]:.7g}.\n"
                                 f"Likely cause: {_stats_hint(stat, value, recorded[name], saturation)}"
                             )
-    model = sigmoid_mlp([4, 8, 3], 7, default_device(), torch.float32, failing=True)
-    run_tool(activation_stats, "activation_stats on a model whose forward raises", model,
-             torch.randn(5, 4, device=default_device()), ["act1"], 0.05, may_raise=True)
+    _check_cleanup_on_error(tool, "activation_stats on a model whose forward raises", 7, (["act1"], 0.05))
 
 
 def check_layer_input(layer_input, full: bool = False) -> None:
     """``layer_input(model, layer_name, x)``: what that layer receives, recorded with a pre-hook."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    tool = student(layer_input, "layer_input")
     configs = [([6, 16, 16, 4], "fc2", True)]
     if full:
         configs += [([5, 12, 12, 3], "act2", False), ([4, 8, 3], "fc1", True)]
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, name, train) in enumerate(configs):
-                model = sigmoid_mlp(widths, seed + 20, device, dtype).train(train)
+                spec = model_spec(widths, seed + 20, device, dtype, train)
+                model = build_model(spec)
                 x = channel_input((9, widths[0]), seed=seed + 30).to(device, dtype)
                 what = f"layer_input(model, '{name}', x) ({str(dtype).replace('torch.', '')}, {device.type})"
-                got = run_tool(lambda m, inp, n: layer_input(m, n, inp), what, model, x, name)
+                report = tool.call("observe_tools.run_tool", spec, x, (name,), x_at=2)
+                got = judge_tool_report(report, what)
                 expected = _recorded_outputs(model, x, [name], pre=True)[name]
                 if not isinstance(got, torch.Tensor):
-                    fail(f"{what}: return the tensor the layer receives, got {type(got).__name__}.")
+                    fail(f"{what}: return the tensor the layer receives, got {report['type']}.")
                 if got.requires_grad:
                     fail(f"{what}: the returned tensor requires grad; return it detached (or record it under torch.no_grad()).")
                 if got.shape != expected.shape or got.device.type != expected.device.type or got.dtype != expected.dtype:
@@ -159,9 +168,15 @@ def check_layer_input(layer_input, full: bool = False) -> None:
                         "record inputs[0] in a forward pre-hook on dict(model.named_modules())[layer_name]."
                     )
                     fail(f"{what}: the returned tensor is not the layer's input.\nLikely cause: {cause}")
-    model = sigmoid_mlp([4, 8, 3], 8, default_device(), torch.float32, failing=True)
-    run_tool(lambda m, inp, n: layer_input(m, n, inp), "layer_input on a model whose forward raises",
-             model, torch.randn(5, 4, device=default_device()), "fc1", may_raise=True)
+    _check_cleanup_on_error(tool, "layer_input on a model whose forward raises", 8, ("fc1",), x_at=2)
+
+
+def _check_cleanup_on_error(tool: Student, what: str, seed: int, args: tuple, x_at: int = 1) -> None:
+    """The tool on a model whose forward raises: it may let the error through, but must clean up."""
+    __tracebackhide__ = True
+    spec = model_spec([4, 8, 3], seed, default_device(), torch.float32, failing=True)
+    x = torch.randn(5, 4, device=default_device())
+    judge_tool_report(tool.call("observe_tools.run_tool", spec, x, args, x_at=x_at), what, may_raise=True)
 
 
 def expected_shift(before: torch.Tensor, after: torch.Tensor, eps: float = 1e-8) -> dict[str, float]:
@@ -177,6 +192,7 @@ def check_distribution_shift(distribution_shift, full: bool = False) -> None:
     """``distribution_shift(before, after)`` against the formula, computed in float64."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    function = student(distribution_shift, "distribution_shift")
     pairs = [((64, 5), 0.3, 1.5, False)]
     if full:
         pairs += [((3, 4), -2.0, 0.5, False), ((40, 6), 0.0, 1.0, True), ((128, 3), 5.0, 3.0, False)]
@@ -192,13 +208,13 @@ def check_distribution_shift(distribution_shift, full: bool = False) -> None:
                     f"distribution_shift on ({shape[0]}, {shape[1]}) inputs ({str(dtype).replace('torch.', '')}, {device.type})"
                     + (" with a constant feature in `before`" if constant else "")
                 )
-                try:
-                    got = distribution_shift(before.clone(), after.clone())
-                except Exception as error:  # noqa: BLE001
-                    fail(f"{what} raised {type(error).__name__}: {error}")
+                report = function.call("observe_tools.call", (before, after))
+                got = report["result"]
+                if isinstance(got, RemoteError):
+                    fail(f"{what} raised {got.name}: {got}")
                 expected = expected_shift(before, after)
                 if not isinstance(got, dict) or sorted(got) != ["mean_shift", "scale_shift"]:
-                    fail(f"{what}: return {{'mean_shift': float, 'scale_shift': float}}, got {got!r:.200}.")
+                    fail(f"{what}: return {{'mean_shift': float, 'scale_shift': float}}, got {report['shown']}.")
                 for key, value in got.items():
                     if not isinstance(value, float) or not math.isfinite(value):
                         fail(f"{what}: '{key}' is {value!r}; return a finite Python float.")
@@ -261,7 +277,8 @@ def check_batch_standardize(BatchStandardize, full: bool = False) -> None:
     """Outputs and input gradients, training and eval mode, against torch's parameter-free BatchNorm1d."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    forbidden.check_not_torch_norm_class(BatchStandardize, "BatchStandardize")
+    BatchStandardize = student(BatchStandardize, "BatchStandardize")
+    forbidden.check_class(BatchStandardize, "BatchStandardize")
     for case in _standardize_cases(full):
         engine.compare_case(BatchStandardize, _reference_standardize, case, FORWARD_ASPECTS, batch_norm_hint, "BatchStandardize")
 

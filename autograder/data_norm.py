@@ -11,6 +11,12 @@ The reference is scikit-learn's ``StandardScaler`` computed with torch in float6
 Parts 2 and 3 judge ``transform`` and ``inverse_transform`` against the student's own fitted
 statistics, and Part 4 gives ``as_batch_norm`` a standardizer fitted by the reference, so a
 mistake in ``fit`` costs Part 1 (and the image statistics of Part 3), not every part.
+
+The student's code runs on the student's side only: :mod:`autograder.sandbox.observe_data`
+constructs the standardizer, calls its methods and ``as_batch_norm`` there, and reports as plain
+data what they returned, whether they took the data out of torch, changed an input in place or
+left the layer's tensors sharing memory with the standardizer's.  The checks here compare those
+reports with the reference.
 """
 from __future__ import annotations
 
@@ -18,8 +24,6 @@ import math
 from dataclasses import dataclass
 
 import torch
-from torch import nn
-from torch.overrides import TorchFunctionMode
 
 from autograder import integrity
 from autograder.data_norm_hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, inverse_hint, shape_hint, statistic_hint, transform_hint
@@ -27,14 +31,14 @@ from autograder.devices import devices_for
 from autograder.inputs import channel_input
 from autograder.messages import fail, shape_str
 from autograder.numerics import FLOAT64_RTOL, LOW_PRECISION_FLOOR, Discrepancy, discrepancy
+from autograder.side import Student, student
 from autograder.standardizing import F64, FittedStandardizer, exact_statistics, f64, inverse, standardized, statistics
+from autograder.wire import RemoteError
 
 F32 = torch.float32
 STATISTICS = ("mean_", "var_", "scale_")
 STATISTIC_RTOL = 1e-4  # float32 statistics: see _statistic_gap
-# Tensor methods through which data leaves torch (for numpy, scikit-learn or Python lists).
-CONVERSIONS = ("numpy", "__array__", "tolist", "__dlpack__")
-_MISSING = object()
+LAYER_TENSORS = ("running_mean", "running_var", "weight", "bias")
 
 
 # --- data --------------------------------------------------------------------------------------
@@ -104,69 +108,63 @@ def _close(got: torch.Tensor, expected: torch.Tensor, exact: torch.Tensor, dtype
     return bool(((g - e).abs()[finite] <= allowed).all())
 
 
-# --- calling the student's code --------------------------------------------------------------
+# --- the student's side ------------------------------------------------------------------------
 
-class _ConversionRecorder(TorchFunctionMode):
-    """Records the tensor methods through which data leaves torch while it is active."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: set[str] = set()
-
-    def __torch_function__(self, func, types, args=(), kwargs=None):
-        name = getattr(func, "__name__", "")
-        if name in CONVERSIONS:
-            self.found.add(name)
-        return func(*args, **(kwargs or {}))
-
-
-def _call(what: str, fn, *args, hint=None):
-    """``fn(*args)``, failing with a sentence when it raises or takes the data out of torch."""
+def _outcome(what: str, report: dict, hint=None) -> dict:
+    """A call's report (:mod:`autograder.sandbox.observe_data`), failing with a sentence when the
+    call raised or took the data out of torch."""
     __tracebackhide__ = True
-    recorder = _ConversionRecorder()
-    error = None
-    try:
-        with recorder:
-            result = fn(*args)
-    except Exception as e:  # noqa: BLE001 - the student's exception is the observation
-        error = e
-    if recorder.found:
-        used = ", ".join(f".{name}()" if name in ("numpy", "tolist") else name for name in sorted(recorder.found))
+    if report["conversions"]:
+        used = ", ".join(f".{name}()" if name in ("numpy", "tolist") else name for name in sorted(report["conversions"]))
         fail(
             f"{what} took the data out of torch ({used}: numpy, scikit-learn or Python lists). "
             "The exercise is to compute with torch tensor operations, on the data's device and in "
             "its dtype (numpy cannot see a GPU). This part earns no points."
         )
+    error = report["error"]
     if error is not None:
         advice = hint(error) if hint is not None else None
-        fail(f"{what} raised {type(error).__name__}: {error}" + (f"\nLikely cause: {advice}" if advice else ""))
-    return result
+        fail(f"{what} raised {error.name}: {error}" + (f"\nLikely cause: {advice}" if advice else ""))
+    return report
 
 
-def _construct(Standardizer, where: str):
+def _method(s: Student, what: str, name: str, x: torch.Tensor, hint=None, hold: bool = False) -> dict:
+    """``s.<name>(x)`` on the student's side (``x`` crosses as a copy): its report, after
+    :func:`_outcome`."""
     __tracebackhide__ = True
-    return _call(f"{where}: Standardizer()", Standardizer)
+    return _outcome(what, s.call("observe_data.method", name, x, hold=hold), hint)
 
 
-def _fit(Standardizer, x: torch.Tensor, where: str, check_input: bool = True):
-    """A new standardizer fitted on ``x``; fit must return it (and leave ``x`` unchanged: checked
-    in Part 1 only, later parts fit on a copy)."""
+def _construct(Standardizer: Student, where: str) -> Student:
+    __tracebackhide__ = True
+    made = Standardizer.construct()
+    if isinstance(made, RemoteError):
+        fail(f"{where}: Standardizer() raised {made.name}: {made}")
+    if not isinstance(made, Student):
+        fail(f"{where}: Standardizer() returned {type(made).__name__}, not a standardizer.")
+    return made
+
+
+def _fit(Standardizer: Student, x: torch.Tensor, where: str, check_input: bool = True) -> tuple[Student, Student]:
+    """A new standardizer fitted on ``x``, and the tensor its fit received (kept on the student's
+    side); fit must return the standardizer (and leave ``x`` unchanged: checked in Part 1 only)."""
     __tracebackhide__ = True
     s = _construct(Standardizer, where)
-    kept = x.clone()
-    returned = _call(f"{where}: fit(x)", s.fit, x if check_input else x.clone())
-    if returned is not s:
+    report = _method(s, f"{where}: fit(x)", "fit", x, hold=True)
+    if not report["returned_self"]:
         fail(
-            f"{where}: fit(x) returned {type(returned).__name__}, not the standardizer itself. "
+            f"{where}: fit(x) returned {report['value']['type']}, not the standardizer itself. "
             "End fit with `return self`, so that Standardizer().fit(x).transform(y) works."
         )
-    _check_unchanged(x, kept, f"{where}: fit(x)")
-    return s
+    if check_input:
+        _check_unchanged(report, f"{where}: fit(x)")
+    return s, s.adopt(report["held"][0], "the training tensor")
 
 
-def _check_unchanged(x: torch.Tensor, kept: torch.Tensor, what: str) -> None:
+def _check_unchanged(report: dict, what: str) -> None:
+    """Fail when the call of ``report`` changed its (first) input in place."""
     __tracebackhide__ = True
-    if not torch.equal(x, kept):
+    if report["inputs_changed"][0]:
         fail(
             f"{what} changed its input in place. The caller's data must stay as it was: compute "
             "`x - mean` into a new tensor instead of `x -= mean`, `x.sub_(...)` or `x[...] = ...` "
@@ -174,48 +172,54 @@ def _check_unchanged(x: torch.Tensor, kept: torch.Tensor, what: str) -> None:
         )
 
 
-def _attribute(s, name: str, where: str) -> torch.Tensor:
+def _same(now, before: torch.Tensor) -> bool:
+    """Whether a statistic read again is still ``before``."""
+    return isinstance(now, torch.Tensor) and now.shape == before.shape and torch.equal(now.cpu(), before.cpu())
+
+
+def _attribute(reported: dict, name: str, where: str) -> dict:
+    """One fitted attribute as :func:`autograder.sandbox.observe_data.fitted` described it; fail
+    unless it is a tensor."""
     __tracebackhide__ = True
-    try:
-        value = getattr(s, name, _MISSING)
-    except Exception as error:  # noqa: BLE001 - a property of the student's that raises
-        fail(f"{where}: reading `{name}` raised {type(error).__name__}: {error}")
-    if value is _MISSING:
+    value = reported[name]
+    if "error" in value:
+        fail(f"{where}: reading `{name}` raised {value['error'].name}: {value['error']}")
+    if value.get("missing"):
         fail(
             f"{where}: after fit the standardizer has no attribute `{name}`. fit stores `mean_`, "
             "`var_` and `scale_`, one value per feature (as scikit-learn's StandardScaler), and `ndim_`."
         )
-    if not isinstance(value, torch.Tensor):
-        extra = (
-            " Compute the statistics with torch on the data's device, not with numpy."
-            if type(value).__module__.split(".")[0] == "numpy" else ""
-        )
-        fail(f"{where}: `{name}` is a {type(value).__name__}; store a torch tensor.{extra}")
+    if "shape" not in value:
+        extra = " Compute the statistics with torch on the data's device, not with numpy." if value["module"] == "numpy" else ""
+        fail(f"{where}: `{name}` is a {value['type']}; store a torch tensor.{extra}")
     return value
 
 
-def _fitted(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
+def _fitted(s: Student, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
     """The fitted statistics, checked for type, shape, dtype and device (and ``ndim_``)."""
     __tracebackhide__ = True
+    reported = s.call("observe_data.fitted")
     found = {}
     for name in STATISTICS:
-        value = _attribute(s, name, where)
-        expected = (x.shape[1],)
-        if tuple(value.shape) != expected:
+        value = _attribute(reported, name, where)
+        shape, expected = tuple(value["shape"]), (x.shape[1],)
+        if shape != expected:
             fail(
-                f"{where}: `{name}` has shape {shape_str(value.shape)}, expected {shape_str(expected)}: "
-                f"one value per {'feature' if x.dim() == 2 else 'channel'}.\nLikely cause: {shape_hint(tuple(value.shape), x)}"
+                f"{where}: `{name}` has shape {shape_str(shape)}, expected {shape_str(expected)}: "
+                f"one value per {'feature' if x.dim() == 2 else 'channel'}.\nLikely cause: {shape_hint(shape, x)}"
             )
-        if value.dtype != x.dtype or value.device != x.device:
+        if value["dtype"] != str(x.dtype) or value["device"] != str(x.device):
             fail(
-                f"{where}: `{name}` is {value.dtype} on {value.device}, the data {x.dtype} on {x.device}. "
+                f"{where}: `{name}` is {value['dtype']} on {value['device']}, the data {x.dtype} on {x.device}. "
                 "Keep the statistics in the data's dtype and on its device (compute in float64 if you like, "
                 "then convert back), so that transform returns the data's dtype."
             )
-        found[name] = value
-    ndim = getattr(s, "ndim_", _MISSING)
-    if ndim is _MISSING or isinstance(ndim, bool) or not isinstance(ndim, int) or ndim != x.dim():
-        shown = "missing" if ndim is _MISSING else repr(ndim)
+        found[name] = value["tensor"]
+    ndim = reported["ndim_"]
+    if "error" in ndim:
+        fail(f"{where}: reading `ndim_` raised {ndim['error'].name}: {ndim['error']}")
+    if ndim.get("int") != x.dim():
+        shown = "missing" if ndim.get("missing") else ndim.get("repr", f"a {ndim.get('type')}")
         fail(
             f"{where}: `ndim_` is {shown}, expected {x.dim()}: fit also stores the number of dimensions of "
             "the training data as a Python int (as_batch_norm chooses BatchNorm1d or BatchNorm2d with it)."
@@ -274,8 +278,8 @@ def _statistic_gap(value: torch.Tensor, same: torch.Tensor, exact: torch.Tensor)
     return gap
 
 
-def _check_statistics(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
-    """mean_, var_, scale_ and ndim_ against the reference; returns copies of the statistics."""
+def _check_statistics(s: Student, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
+    """mean_, var_, scale_ and ndim_ against the reference; returns (copies of) the statistics."""
     __tracebackhide__ = True
     found = _fitted(s, x, where)
     exact, same = exact_statistics(x), statistics(x)
@@ -283,17 +287,17 @@ def _check_statistics(s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]
         gap = _statistic_gap(value, same.get(name), exact.get(name))
         if gap is not None:
             fail(_report(f"{where}: `{name}`", gap, "StandardScaler's", statistic_hint(name, value, x, exact)))
-    return {name: value.detach().clone() for name, value in found.items()}
+    return found
 
 
-def _check_not_kept(s, x: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
-    """Changing the training tensor after fit must not change the statistics."""
+def _check_not_kept(s: Student, received: Student, kept: dict[str, torch.Tensor], where: str) -> None:
+    """Changing the training tensor after fit (where fit received it) must not change the statistics."""
     __tracebackhide__ = True
-    with torch.no_grad():
-        x.mul_(-2.0).add_(7.0)
+    received.call("observe_data.change_in_place")
+    reported = s.call("observe_data.fitted")
     for name, before in kept.items():
-        now = _attribute(s, name, where)
-        if not (isinstance(now, torch.Tensor) and now.shape == before.shape and torch.equal(now, before)):
+        now = _attribute(reported, name, where).get("tensor")
+        if not _same(now, before):
             fail(
                 f"{where}: after fit, changing the training tensor in place (x.mul_(-2).add_(7)) changed "
                 f"`{name}`. fit must compute the statistics and store them as new tensors, not keep "
@@ -305,19 +309,20 @@ def check_fit(Standardizer, full: bool = False) -> None:
     """``Standardizer().fit(x)`` on (N, D) data: ``mean_``, ``var_``, ``scale_`` as StandardScaler's."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    Standardizer = student(Standardizer, "Standardizer")
     for device in devices_for(full):
         for i, data in enumerate(_fit_data(full)):
             x = data.train(device)
             where = f"Standardizer().fit(x) on {data.describe(device)}"
-            s = _fit(Standardizer, x, where)
+            s, received = _fit(Standardizer, x, where)
             kept = _check_statistics(s, x, where)
-            _check_not_kept(s, x, kept, where)
+            _check_not_kept(s, received, kept, where)
             if i == 0:  # a second fit replaces the statistics (StandardScaler.fit; partial_fit would combine)
                 other = Data((7, 5), data.dtype, mean=-4.0, std=3.0, seed=data.seed + 900).train(device)
                 again = f"{where}, then fit(x2) on another tensor x2 of shape {shape_str(other.shape)}"
-                returned = _call(f"{again}: fit(x2)", s.fit, other)
-                if returned is not s:
-                    fail(f"{again}: fit returned {type(returned).__name__}, not the standardizer itself (`return self`).")
+                report = _method(s, f"{again}: fit(x2)", "fit", other)
+                if not report["returned_self"]:
+                    fail(f"{again}: fit returned {report['value']['type']}, not the standardizer itself (`return self`).")
                 found = _fitted(s, other, again)
                 exact, same = exact_statistics(other), statistics(other)
                 if any(_statistic_gap(found[n], same.get(n), exact.get(n)) is not None for n in STATISTICS):
@@ -345,26 +350,28 @@ def _transform_data(full: bool) -> list[Data]:
     return configs
 
 
-def _check_output(out, like: torch.Tensor, what: str) -> torch.Tensor:
+def _check_output(value: dict, like: torch.Tensor, what: str) -> torch.Tensor:
+    """The returned tensor (as described on the student's side), checked for type, shape, dtype
+    and device against ``like``."""
     __tracebackhide__ = True
-    if not isinstance(out, torch.Tensor):
-        kind = "a numpy array" if type(out).__module__.split(".")[0] == "numpy" else f"a {type(out).__name__}"
+    if "shape" not in value:
+        kind = "a numpy array" if value["module"] == "numpy" else f"a {value['type']}"
         fail(f"{what} returned {kind}; return a torch tensor of the input's shape, dtype and device.")
-    if tuple(out.shape) != tuple(like.shape):
-        fail(f"{what} returned shape {shape_str(out.shape)}, expected {shape_str(like.shape)} (the input's).")
-    if out.dtype != like.dtype or out.device != like.device:
+    if tuple(value["shape"]) != tuple(like.shape):
+        fail(f"{what} returned shape {shape_str(value['shape'])}, expected {shape_str(like.shape)} (the input's).")
+    if value["dtype"] != str(like.dtype) or value["device"] != str(like.device):
         fail(
-            f"{what} returned {out.dtype} on {out.device} for {like.dtype} input on {like.device}: keep the "
+            f"{what} returned {value['dtype']} on {value['device']} for {like.dtype} input on {like.device}: keep the "
             "input's dtype and device (statistics in another dtype promote the result)."
         )
-    return out
+    return value["tensor"]
 
 
-def _check_same_statistics(s, kept: dict[str, torch.Tensor], what: str) -> None:
+def _check_same_statistics(s: Student, kept: dict[str, torch.Tensor], what: str) -> None:
     __tracebackhide__ = True
+    reported = s.call("observe_data.fitted")
     for name, before in kept.items():
-        now = getattr(s, name, None)
-        if not (isinstance(now, torch.Tensor) and now.shape == before.shape and torch.equal(now, before)):
+        if not _same(reported[name].get("tensor"), before):
             fail(
                 f"{what} changed `{name}`: it fitted again, on the data it transforms. Only fit computes "
                 "statistics; transform reuses those of the training data (statistics of validation or "
@@ -372,36 +379,36 @@ def _check_same_statistics(s, kept: dict[str, torch.Tensor], what: str) -> None:
             )
 
 
-def _check_transform(s, x: torch.Tensor, kept: dict[str, torch.Tensor], where: str, call: str) -> None:
+def _check_transform(s: Student, x: torch.Tensor, kept: dict[str, torch.Tensor], where: str, call: str) -> None:
     """``s.transform(x)`` against (x − mean_) / scale_ with the fitted statistics ``kept``."""
     __tracebackhide__ = True
-    original = x.clone()
     what = f"{where}: {call}"
-    out = _check_output(_call(what, s.transform, x, hint=broadcast_hint(x)), original, what)
-    _check_unchanged(x, original, what)
+    report = _method(s, what, "transform", x, hint=broadcast_hint(x))
+    out = _check_output(report["value"], x, what)
+    _check_unchanged(report, what)
     _check_same_statistics(s, kept, what)
     m, v, sc = (f64(kept[n]) for n in STATISTICS)
-    exact = standardized(f64(original), m, sc)
-    gap = discrepancy(out, standardized(original, kept["mean_"], kept["scale_"]), exact)
+    exact = standardized(f64(x), m, sc)
+    gap = discrepancy(out, standardized(x, kept["mean_"], kept["scale_"]), exact)
     if gap is not None:
-        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, original, m, v, sc, exact)))
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, x, m, v, sc, exact)))
 
 
-def _check_inverse(s, z: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
+def _check_inverse(s: Student, z: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
     __tracebackhide__ = True
-    original = z.clone()
     what = f"{where}: inverse_transform(z) for z of shape {shape_str(z.shape)}"
-    out = _check_output(_call(what, s.inverse_transform, z, hint=broadcast_hint(z)), original, what)
-    _check_unchanged(z, original, what)
+    report = _method(s, what, "inverse_transform", z, hint=broadcast_hint(z))
+    out = _check_output(report["value"], z, what)
+    _check_unchanged(report, what)
     _check_same_statistics(s, kept, what)
     m, v, sc = (f64(kept[n]) for n in STATISTICS)
-    exact = inverse(f64(original), m, sc)
-    gap = discrepancy(out, inverse(original, kept["mean_"], kept["scale_"]), exact)
+    exact = inverse(f64(z), m, sc)
+    gap = discrepancy(out, inverse(z, kept["mean_"], kept["scale_"]), exact)
     if gap is not None:
-        fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, original, m, v, sc, exact)))
+        fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, z, m, v, sc, exact)))
 
 
-def _check_constant_features(s, x: torch.Tensor, data: Data, where: str) -> None:
+def _check_constant_features(s: Student, x: torch.Tensor, data: Data, where: str) -> None:
     __tracebackhide__ = True
     found = _fitted(s, x, where)
     exact = exact_statistics(x)
@@ -423,41 +430,40 @@ def check_transform(Standardizer, full: bool = False) -> None:
     constant features (scale 1, no NaN)."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    Standardizer = student(Standardizer, "Standardizer")
     for device in devices_for(full):
         for data in _transform_data(full):
             x, new, z = data.train(device), data.new(device), data.codes(device)
             where = f"Standardizer().fit(x) on {data.describe(device)}"
-            s = _fit(Standardizer, x, where, check_input=False)
+            s, _ = _fit(Standardizer, x, where, check_input=False)
             if data.constant:
                 _check_constant_features(s, x, data, where)
-            kept = {name: value.detach().clone() for name, value in _fitted(s, x, where).items()}
+            kept = _fitted(s, x, where)
             _check_transform(s, new, kept, where, f"transform(x_new) for new data x_new of shape {shape_str(new.shape)}")
-            _check_transform(s, x.clone(), kept, where, "transform(x)")
+            _check_transform(s, x, kept, where, "transform(x)")
             _check_inverse(s, z, kept, where)
             _check_fit_transform(Standardizer, x, kept, data, device)
 
 
-def _fit_changes_input(Standardizer, x: torch.Tensor) -> bool:
-    probe = x.clone()
-    try:
-        Standardizer().fit(probe)
-    except Exception:  # noqa: BLE001
+def _fit_changes_input(Standardizer: Student, x: torch.Tensor) -> bool:
+    probe = Standardizer.construct()
+    if not isinstance(probe, Student):
         return False
-    return not torch.equal(probe, x)
+    report = probe.call("observe_data.method", "fit", x)
+    return report["error"] is None and bool(report["inputs_changed"][0])
 
 
-def _check_fit_transform(Standardizer, x: torch.Tensor, kept: dict[str, torch.Tensor], data: Data, device) -> None:
+def _check_fit_transform(Standardizer: Student, x: torch.Tensor, kept: dict[str, torch.Tensor], data: Data, device) -> None:
     __tracebackhide__ = True
     where = f"Standardizer().fit_transform(x) on {data.describe(device)}"
     if _fit_changes_input(Standardizer, x):
         return  # then fit_transform cannot be right either; Part 1 says why
     t = _construct(Standardizer, where)
-    original = x.clone()
-    out = _call(where, t.fit_transform, x)
-    _check_unchanged(x, original, where)
-    if out is t:
+    report = _method(t, where, "fit_transform", x)
+    _check_unchanged(report, where)
+    if report["returned_self"]:
         fail(f"{where} returned the standardizer; fit_transform returns the transformed data, fit(x).transform(x).")
-    out = _check_output(out, x, where)
+    out = _check_output(report["value"], x, where)
     found = _fitted(t, x, where)
     exact = exact_statistics(x)
     for name in STATISTICS:
@@ -496,7 +502,7 @@ def _as_features(x: torch.Tensor) -> torch.Tensor:
     return x.movedim(1, -1).reshape(-1, x.shape[1])
 
 
-def _check_image_statistics(Standardizer, s, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
+def _check_image_statistics(Standardizer: Student, s: Student, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
     """Per-channel statistics: StandardScaler's on (N·H·W, C), or whatever the student's own fit
     gives on that (N·H·W, C) view (a formula mistake is Part 1's, not the axes')."""
     __tracebackhide__ = True
@@ -512,66 +518,75 @@ def _check_image_statistics(Standardizer, s, x: torch.Tensor, where: str) -> dic
         if own is not None and name in own and _close(value, own[name], exact.get(name), x.dtype):
             continue
         fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", statistic_hint(name, value, x, exact)))
-    return {name: value.detach().clone() for name, value in found.items()}
+    return found
 
 
-def _own_feature_statistics(Standardizer, x: torch.Tensor) -> dict[str, torch.Tensor]:
-    try:
-        s = Standardizer()
-        s.fit(_as_features(x).contiguous())
-        return {n: getattr(s, n) for n in STATISTICS if isinstance(getattr(s, n, None), torch.Tensor)}
-    except Exception:  # noqa: BLE001 - then only the reference counts
-        return {}
-
-
-def _own_feature_output(Standardizer, x: torch.Tensor, data: torch.Tensor, method: str) -> torch.Tensor | None:
-    """What the student's class gives on the (N·H·W, C) views, as images again (None if it fails)."""
-    try:
-        s = Standardizer()
-        s.fit(_as_features(x).contiguous())
-        out = getattr(s, method)(_as_features(data).contiguous())
-        n, c, *spatial = data.shape
-        return out.reshape([n] + spatial + [c]).movedim(-1, 1)
-    except Exception:  # noqa: BLE001 - then only the formula counts
+def _fitted_on_features(Standardizer: Student, x: torch.Tensor) -> Student | None:
+    """A new standardizer of the student's fitted on the (N·H·W, C) view of ``x`` (None if that fails)."""
+    s = Standardizer.construct()
+    if not isinstance(s, Student):
         return None
+    report = s.call("observe_data.method", "fit", _as_features(x).contiguous())
+    return s if report["error"] is None else None
 
 
-def _check_image_output(Standardizer, s, x: torch.Tensor, data: torch.Tensor, kept: dict[str, torch.Tensor],
-                        where: str, method: str) -> None:
+def _own_feature_statistics(Standardizer: Student, x: torch.Tensor) -> dict[str, torch.Tensor]:
+    s = _fitted_on_features(Standardizer, x)
+    if s is None:
+        return {}  # then only the reference counts
+    reported = s.call("observe_data.fitted")
+    return {n: reported[n]["tensor"] for n in STATISTICS if "tensor" in reported[n]}
+
+
+def _own_feature_output(Standardizer: Student, x: torch.Tensor, data: torch.Tensor, method: str) -> torch.Tensor | None:
+    """What the student's class gives on the (N·H·W, C) views, as images again (None if it fails)."""
+    s = _fitted_on_features(Standardizer, x)
+    if s is None:
+        return None  # then only the formula counts
+    report = s.call("observe_data.method", method, _as_features(data).contiguous())
+    out = report["value"].get("tensor") if report["error"] is None else None
+    n, c, *spatial = data.shape
+    if out is None or out.numel() != data.numel():
+        return None
+    return out.reshape([n] + spatial + [c]).movedim(-1, 1)
+
+
+def _check_image_output(Standardizer: Student, s: Student, x: torch.Tensor, data: torch.Tensor,
+                        kept: dict[str, torch.Tensor], where: str, method: str) -> None:
     """``transform`` / ``inverse_transform`` on images: the formula with the fitted per-channel
     statistics, or what the student's class gives on the (N·H·W, C) view (a formula mistake is
     Part 2's; in-place changes and refitting are Part 2's too)."""
     __tracebackhide__ = True
-    original = data.clone()
     call = "transform(x_new) for new images" if method == "transform" else "inverse_transform(z) for z"
     what = f"{where}: {call} of shape {shape_str(data.shape)}"
-    out = _check_output(_call(what, getattr(s, method), data, hint=broadcast_hint(data)), original, what)
+    out = _check_output(_method(s, what, method, data, hint=broadcast_hint(data))["value"], data, what)
     m, v, sc = (f64(kept[n]) for n in STATISTICS)
     formula = standardized if method == "transform" else inverse
-    exact = formula(f64(original), m, sc)
-    gap = discrepancy(out, formula(original, kept["mean_"], kept["scale_"]), exact)
+    exact = formula(f64(data), m, sc)
+    gap = discrepancy(out, formula(data, kept["mean_"], kept["scale_"]), exact)
     if gap is None:
         return
-    own = _own_feature_output(Standardizer, x, original, method)
+    own = _own_feature_output(Standardizer, x, data, method)
     if own is not None and _close(out, own, exact, data.dtype):
         return
     if method == "transform":
-        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, original, m, v, sc, exact)))
-    fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, original, m, v, sc, exact)))
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, data, m, v, sc, exact)))
+    fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, data, m, v, sc, exact)))
 
 
 def check_images(Standardizer, full: bool = False) -> None:
     """(N, C, H, W) data: one statistic per channel, over the batch and both spatial axes."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    Standardizer = student(Standardizer, "Standardizer")
     for device in devices_for(full):
         for data in _image_data(full):
             x, new, z = data.train(device), data.new(device), data.codes(device)
             where = f"Standardizer().fit(x) on images: {data.describe(device)}"
-            s = _fit(Standardizer, x, where, check_input=False)
+            s, _ = _fit(Standardizer, x, where, check_input=False)
             kept = _check_image_statistics(Standardizer, s, x, where)
             _check_image_output(Standardizer, s, x, new, kept, where, "transform")
-            s = _fit(Standardizer, x, where, check_input=False)  # as fitted, whatever transform did
+            s, _ = _fit(Standardizer, x, where, check_input=False)  # as fitted, whatever transform did
             _check_image_output(Standardizer, s, x, z, kept, where, "inverse_transform")
 
 
@@ -593,86 +608,95 @@ def _batch_norm_data(full: bool) -> list[Data]:
     return configs
 
 
-def _shares_memory(a: torch.Tensor | None, b: torch.Tensor) -> bool:
-    if a is None or a.numel() == 0:
-        return False
-    return a.untyped_storage().data_ptr() == b.untyped_storage().data_ptr()
-
-
 def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
     """``as_batch_norm(standardizer)``: a ``torch.nn.BatchNorm1d``/``2d`` in eval mode whose output
     is the standardizer's transform."""
     __tracebackhide__ = True
     integrity.check_untampered()
+    as_batch_norm = student(as_batch_norm, "as_batch_norm")
     for device in devices_for(full):
         for data in _batch_norm_data(full):
             x, new = data.train(device), data.new(device)
-            fitted = FittedStandardizer(x)
-            kept = {n: getattr(fitted, n).clone() for n in STATISTICS}
+            fitted = FittedStandardizer(x)  # the grader's; the student's side gets a copy built from its tensors
             where = f"as_batch_norm(standardizer) for a standardizer fitted on {data.describe(device)}"
-            bn = _call(where, as_batch_norm, fitted, hint=attribute_hint)
-            _check_batch_norm_module(bn, fitted, x, where)
-            for name, before in kept.items():
-                if not torch.equal(getattr(fitted, name), before):
+            report = _outcome(where, as_batch_norm.call("observe_data.as_batch_norm", fitted.mean_, fitted.var_,
+                                                        fitted.scale_, fitted.ndim_), hint=attribute_hint)
+            given = as_batch_norm.adopt(report["fitted"], "the standardizer")
+            bn, layer = _check_batch_norm_module(as_batch_norm.adopt(report["module"], "the layer"), report["value"],
+                                                 given, x, where)
+            now = given.call("observe_data.fitted")
+            for name in STATISTICS:
+                if not _same(now[name].get("tensor"), getattr(fitted, name)):
                     fail(f"{where}: as_batch_norm changed the standardizer's `{name}` (in place); leave it as it was.")
-            with torch.no_grad():
-                out = _call(f"{where}: the layer's forward on new data", bn, new)
-            if not isinstance(out, torch.Tensor) or out.shape != new.shape or out.dtype != new.dtype:
-                fail(f"{where}: the layer returned {type(out).__name__} {getattr(out, 'dtype', '')} for {new.dtype} input of shape {shape_str(new.shape)}.")
+            value = _outcome(f"{where}: the layer's forward on new data", bn.call("observe_data.call", new, no_grad=True))["value"]
+            if "tensor" not in value or tuple(value["shape"]) != tuple(new.shape) or value["dtype"] != str(new.dtype):
+                fail(f"{where}: the layer returned {value['type']} {value.get('dtype', '')} for {new.dtype} input of shape {shape_str(new.shape)}.")
+            out = value["tensor"]
             m, sc = f64(fitted.mean_), f64(fitted.scale_)
             exact = standardized(f64(new), m, sc)
             gap = discrepancy(out, standardized(new, fitted.mean_, fitted.scale_), exact)
             if gap is not None:
                 fail(_report(f"{where}: its output on new data of shape {shape_str(new.shape)}", gap,
-                             "the standardizer's transform", batch_norm_hint(bn, fitted)))
+                             "the standardizer's transform", batch_norm_hint(layer, fitted)))
 
 
-def _check_batch_norm_module(bn, fitted: FittedStandardizer, x: torch.Tensor, where: str) -> None:
+def _check_batch_norm_module(bn, returned: dict, given: Student, x: torch.Tensor, where: str) -> tuple[Student, dict]:
+    """The layer as_batch_norm returned (a :class:`Student` when it is an nn.Module, ``returned``
+    describing it either way): the right torch class, plain, in eval mode, with running statistics
+    of the data's dtype and device that share no memory with the standardizer's (``given``).
+    Returns the layer and its values for :func:`batch_norm_hint`."""
     __tracebackhide__ = True
-    expected = nn.BatchNorm1d if x.dim() == 2 else nn.BatchNorm2d
+    expected = "BatchNorm1d" if x.dim() == 2 else "BatchNorm2d"
     kind = "(N, D) data" if x.dim() == 2 else "(N, C, H, W) images"
-    if type(bn) is not expected:
-        if isinstance(bn, expected):
+    layer = bn.call("observe_data.batch_norm_layer", given.handle) if isinstance(bn, Student) else None
+    if layer is None or layer["exactly"] != expected:
+        if layer is not None and expected in layer["instance_of"]:
             fail(
-                f"{where}: returned a subclass of torch.nn.{expected.__name__} ({type(bn).__qualname__}). Return "
-                f"torch.nn.{expected.__name__} itself: the point is that torch's own layer does the "
+                f"{where}: returned a subclass of torch.nn.{expected} ({layer['qualname']}). Return "
+                f"torch.nn.{expected} itself: the point is that torch's own layer does the "
                 "standardization. This part earns no points."
             )
-        got = type(bn).__name__ if isinstance(bn, nn.Module) else f"a {type(bn).__name__}"
-        fail(f"{where}: returned {got}; for {kind} return a torch.nn.{expected.__name__} (ndim_ = {x.dim()}).")
-    if "forward" in vars(bn) or bn._forward_hooks or bn._forward_pre_hooks:
+        got = returned["type"] if layer is not None else f"a {returned['type']}"
+        fail(f"{where}: returned {got}; for {kind} return a torch.nn.{expected} (ndim_ = {x.dim()}).")
+    if layer["replaced"]:
         fail(
             f"{where}: the returned layer has its forward replaced or hooks attached. Return a plain "
-            f"torch.nn.{expected.__name__} whose buffers do the work. This part earns no points."
+            f"torch.nn.{expected} whose buffers do the work. This part earns no points."
         )
-    if bn.num_features != x.shape[1]:
-        fail(f"{where}: the layer has num_features={bn.num_features}, the data {x.shape[1]} features (channels).")
-    if bn.training:
+    attributes = bn.call("observe.plain_attributes", ["num_features", "training", "eps"])
+    num_features = attributes["num_features"].get("value")
+    if num_features != x.shape[1]:
+        fail(f"{where}: the layer has num_features={num_features}, the data {x.shape[1]} features (channels).")
+    if attributes["training"].get("value", True):
         fail(
             f"{where}: the layer is in training mode. There it standardizes every batch with that batch's "
             "own statistics and overwrites running_mean and running_var; call .eval() before returning it."
         )
-    if bn.running_mean is None or bn.running_var is None:
+    tensors = {name: t if t is not None and "shape" in t else None for name, t in layer["tensors"].items()}
+    if tensors["running_mean"] is None or tensors["running_var"] is None:
         fail(
             f"{where}: the layer has no running statistics (track_running_stats=False), so even in eval mode "
             "it standardizes each batch with its own statistics. Keep track_running_stats=True and set "
             "running_mean and running_var."
         )
-    for name in ("running_mean", "running_var", "weight", "bias"):
-        t = getattr(bn, name)
-        if t is not None and (t.dtype != x.dtype or t.device != x.device):
+    for name in LAYER_TENSORS:
+        t = tensors[name]
+        if t is not None and (t["dtype"] != str(x.dtype) or t["device"] != str(x.device)):
             fail(
-                f"{where}: the layer's `{name}` is {t.dtype} on {t.device}, the standardizer's statistics "
+                f"{where}: the layer's `{name}` is {t['dtype']} on {t['device']}, the standardizer's statistics "
                 f"{x.dtype} on {x.device}. Build it with device=mean_.device and dtype=mean_.dtype "
                 "(a new BatchNorm is float32 on the CPU)."
             )
-        for stat in STATISTICS:
-            if t is not None and _shares_memory(t, getattr(fitted, stat)):
-                fail(
-                    f"{where}: the layer's `{name}` shares memory with the standardizer's `{stat}`; training "
-                    "the layer later would change the standardizer too. Give the layer copies "
-                    "(buffer.copy_(...) or .clone())."
-                )
+        for stat in layer["shares_memory"][name][:1]:
+            fail(
+                f"{where}: the layer's `{name}` shares memory with the standardizer's `{stat}`; training "
+                "the layer later would change the standardizer too. Give the layer copies "
+                "(buffer.copy_(...) or .clone())."
+            )
+    eps = attributes["eps"].get("value")
+    values = {name: None if t is None else t["tensor"] for name, t in tensors.items()}
+    values["eps"] = float(eps) if type(eps) in (int, float) else math.nan
+    return bn, values
 
 
 integrity.remember()

@@ -5,18 +5,19 @@ Each hint recomputes, in float64, what a standardizer with one specific misconce
 produced from the same data and fitted statistics (or reads the shape of a statistic, or the
 buffers of the returned BatchNorm), and names that misconception when the student's value
 matches; otherwise it restates the rule.  :func:`broadcast_hint` and :func:`attribute_hint`
-explain an exception the student's code raised instead, or return ``None``.
+explain an exception the student's code raised instead (a :class:`~autograder.wire.RemoteError`),
+or return ``None``.  Every value here is plain data: copies the student's side reported.
 """
 from __future__ import annotations
 
 import math
 
 import torch
-from torch import nn
 
 from autograder.messages import shape_str
 from autograder.numerics import matches
 from autograder.standardizing import F64, FittedStandardizer, Statistics, exact_statistics, f64, reduce_dims, standardized, statistics, view
+from autograder.wire import RemoteError
 
 
 # --- Part 1: the fitted statistics ------------------------------------------------------------
@@ -206,17 +207,19 @@ def constant_hint(scale: float, var: float, j: int, training_value: float) -> st
 
 # --- Part 4: the standardizer as a frozen BatchNorm -------------------------------------------
 
-def attribute_hint(error: Exception) -> str | None:
-    if isinstance(error, AttributeError):
+def attribute_hint(error: RemoteError) -> str | None:
+    if error.is_a(AttributeError):
         return "as_batch_norm may use only the fitted attributes mean_, var_, scale_ and ndim_ of the standardizer it receives."
     return None
 
 
-def batch_norm_hint(bn: nn.Module, fitted: FittedStandardizer) -> str:
+def batch_norm_hint(layer: dict, fitted: FittedStandardizer) -> str:
+    """``layer``: the returned BatchNorm's ``running_mean``, ``running_var``, ``weight`` and
+    ``bias`` (tensors, or None) and its ``eps`` (a float), as its side reported them."""
     mean, var, scale = f64(fitted.mean_), f64(fitted.var_), f64(fitted.scale_)
-    rm, rv, eps = f64(bn.running_mean), f64(bn.running_var), float(bn.eps)
-    w = f64(bn.weight) if bn.weight is not None else torch.ones_like(mean)
-    b = f64(bn.bias) if bn.bias is not None else torch.zeros_like(mean)
+    rm, rv, eps = f64(layer["running_mean"]), f64(layer["running_var"]), float(layer["eps"])
+    w = f64(layer["weight"]) if layer["weight"] is not None else torch.ones_like(mean)
+    b = f64(layer["bias"]) if layer["bias"] is not None else torch.zeros_like(mean)
 
     def close(a, target):
         return bool(((a - target).abs() <= 1e-5 * (1 + target.abs())).all())

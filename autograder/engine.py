@@ -16,7 +16,6 @@ sentence about the likely misconception.
 """
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 from typing import Callable, Iterable
 
@@ -26,6 +25,9 @@ from torch import nn
 from autograder import forbidden
 from autograder.messages import fail, shape_str
 from autograder.numerics import Discrepancy, discrepancy
+from autograder.sandbox import observe
+from autograder.side import Student, StudentCodeFailed, student
+from autograder.wire import RemoteError
 
 # What a comparison may look at, in the order they are compared.
 RAISES, OUTPUT, GRAD_INPUT, GRAD_PARAMS, BUFFERS = "raises", "output", "grad_input", "grad_params", "buffers"
@@ -76,12 +78,18 @@ class Case:
 
 @dataclass
 class StepResult:
-    error: BaseException | None = None
+    """What one step produced, as plain data (:func:`autograder.sandbox.observe.run_steps`)."""
+
+    error: RemoteError | None = None
     output: torch.Tensor | None = None
     grad_input: torch.Tensor | None = None
     grad_params: dict[str, torch.Tensor | None] = field(default_factory=dict)
-    buffers: dict[str, torch.Tensor | None] = field(default_factory=dict)
+    buffers: dict[str, object] = field(default_factory=dict)  # a tensor, None, or {"missing"/"object": ...}
     buffers_with_history: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, report: dict) -> "StepResult":
+        return cls(**report)
 
 
 @dataclass
@@ -105,24 +113,8 @@ class Finding:
 
 Hint = Callable[[Finding], "str | None"]
 
-_MISSING = object()
 
-
-def upstream_gradient(output: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
-    """The fixed, non-uniform gradient fed back through every output (rounded to ``dtype``)."""
-    g = torch.Generator().manual_seed(1234)
-    values = torch.randn(output.shape, generator=g, dtype=torch.float64).to(dtype)
-    return values.to(output.device, output.dtype)
-
-
-def _load_state(layer: nn.Module, state: dict[str, torch.Tensor], dtype: torch.dtype) -> None:
-    """Copy the case's initial values (rounded to the case's dtype) into same-named tensors."""
-    with torch.no_grad():
-        for name, value in state.items():
-            target = getattr(layer, name, None)
-            if isinstance(target, torch.Tensor) and target.shape == value.shape:
-                rounded = value.to(dtype) if value.is_floating_point() else value
-                target.copy_(rounded.to(target.device, target.dtype))
+STEP_FIELDS = {"error", "output", "grad_input", "grad_params", "buffers", "buffers_with_history"}
 
 
 def _tensor_names(reference: nn.Module) -> tuple[list[str], list[str]]:
@@ -131,63 +123,38 @@ def _tensor_names(reference: nn.Module) -> tuple[list[str], list[str]]:
     return params, buffers
 
 
-def run_steps(
-    layer: nn.Module,
-    case: Case,
-    param_names: list[str],
-    buffer_names: list[str],
-    dtype: torch.dtype,
-    recorder: forbidden.OpRecorder | None = None,
-) -> list[StepResult]:
-    """Run ``layer`` through the case's steps and record what it produced."""
-    results = []
-    for step in case.steps:
-        result = StepResult()
-        layer.train(step.mode == "train")
-        for p in layer.parameters():
-            p.grad = None
-        # The case's dtype rounds the input; the exact reference computes on the rounded values.
-        x = step.x.to(case.dtype).to(case.device, dtype).detach().requires_grad_(not step.no_grad)
-        recording = recorder if recorder is not None else contextlib.nullcontext()
-        try:
-            with recording:
-                original = x.detach().clone()
-                with torch.no_grad() if step.no_grad else torch.enable_grad():
-                    out = layer(x)
-                if not isinstance(out, torch.Tensor):
-                    raise TypeError(f"forward returned {type(out).__name__}, not a Tensor")
-                if not torch.equal(x.detach(), original):
-                    raise RuntimeError("forward modified its input in place; torch's layer leaves it unchanged")
-                if not step.no_grad and out.requires_grad:
-                    (out * upstream_gradient(out, case.dtype)).sum().backward()
-        except Exception as error:  # noqa: BLE001 - the student's exception is the observation
-            result.error = error
-        else:
-            result.output = out.detach()
-            result.grad_input = None if x.grad is None else x.grad.detach()
-            for name in param_names:
-                p = getattr(layer, name, None)
-                result.grad_params[name] = (
-                    p.grad.detach() if isinstance(p, torch.Tensor) and p.grad is not None else None
-                )
-        for name in buffer_names:
-            b = getattr(layer, name, _MISSING)
-            if isinstance(b, torch.Tensor):
-                if b.requires_grad or b.grad_fn is not None:
-                    result.buffers_with_history.append(name)
-                b = b.detach().clone()
-            result.buffers[name] = b
-        results.append(result)
-    return results
+def _plain_steps(case: Case) -> list[dict]:
+    return [{"mode": step.mode, "x": step.x, "no_grad": step.no_grad} for step in case.steps]
 
 
-def _check_factory_kwargs(student: nn.Module, case: Case, what: str) -> None:
+def run_reference(layer: nn.Module, case: Case, params: list[str], buffers: list[str], dtype: torch.dtype) -> list[StepResult]:
+    """Run one of torch's layers (trusted) through the case's steps, computing in ``dtype``."""
+    observe.load_state(layer, case.state, case.dtype)
+    report = observe.run_steps(layer, _plain_steps(case), case.dtype, case.device, dtype, params, buffers)
+    return [StepResult.of(r) for r in report["steps"]]
+
+
+def run_student(layer: Student, case: Case, params: list[str], buffers: list[str]) -> tuple[list[StepResult], list[str]]:
+    """Run the student's layer through the case's steps on its side; plain results and the
+    normalization kernels it ran."""
+    layer.call("observe.load_state", case.state, case.dtype)
+    report = layer.call("observe.run_steps", _plain_steps(case), case.dtype, case.device, case.dtype, params, buffers,
+                        record=True)
+    steps = report.get("steps") if isinstance(report, dict) else None
+    if not isinstance(steps, list) or len(steps) != len(case.steps) or not all(
+        isinstance(r, dict) and set(r) == STEP_FIELDS for r in steps
+    ):
+        raise StudentCodeFailed("it sent a report that does not describe every step (was the grader's side changed?)")
+    return [StepResult.of(r) for r in steps], [str(op) for op in report.get("normalization_ops", [])]
+
+
+def _check_factory_kwargs(layer_tensors: dict, case: Case, what: str) -> None:
     """Floating-point tensors must follow the ``dtype`` and ``device`` the layer was built with."""
     __tracebackhide__ = True
-    for name, tensor in list(student.named_parameters(recurse=False)) + list(student.named_buffers(recurse=False)):
-        if tensor.is_floating_point() and (tensor.dtype != case.dtype or tensor.device.type != case.device.type):
+    for name, info in list(layer_tensors["parameters"].items()) + list(layer_tensors["buffers"].items()):
+        if info["dtype"].is_floating_point and (info["dtype"] != case.dtype or info["device"] != case.device.type):
             fail(
-                f"{case.describe()}: your `{name}` is {tensor.dtype} on {tensor.device.type}, although the "
+                f"{case.describe()}: your `{name}` is {info['dtype']} on {info['device']}, although the "
                 f"layer was built with dtype={case.dtype} and device='{case.device.type}'. Pass "
                 "device= and dtype= on to every tensor you create (torch.ones(..., device=device, dtype=dtype))."
             )
@@ -197,8 +164,19 @@ def _state_before(results: list[StepResult], index: int, initial: dict) -> dict:
     return dict(initial) if index == 0 else dict(results[index - 1].buffers)
 
 
+def build_student(cls: Student, case: Case, what: str) -> Student:
+    """The student's layer for ``case``, built on its side; fail if building raised."""
+    __tracebackhide__ = True
+    layer = cls.construct(case.args, {**case.kwargs, "device": case.device, "dtype": case.dtype})
+    if isinstance(layer, RemoteError):
+        fail(f"{case.describe()}: building your {what} raised {layer.name}: {layer}")
+    if not isinstance(layer, Student):
+        fail(f"{case.describe()}: building your {what} did not give a module.")
+    return layer
+
+
 def compare_case(
-    student_cls: type,
+    student_cls,
     reference_cls: type,
     case: Case,
     aspects: Iterable[str] = ALL_ASPECTS,
@@ -207,38 +185,38 @@ def compare_case(
 ) -> None:
     """Run one case on the student's class and on torch's; fail at the first difference."""
     __tracebackhide__ = True
-    what = what or student_cls.__name__
+    what = what or case.layer
     aspects = tuple(aspects)
-    try:
-        student = case.build(student_cls)
-    except Exception as error:  # noqa: BLE001
-        fail(f"{case.describe()}: building your {what} raised {type(error).__name__}: {error}")
-    forbidden.check_no_torch_norm_submodule(student, what)
-    _check_factory_kwargs(student, case, what)
+    layer = build_student(student(student_cls, what), case, what)
+    forbidden.check_no_torch_norm_submodule(layer, what)
+    layer_tensors = layer.call("observe.tensors")
+    if not layer_tensors["is_module"]:
+        fail(f"{case.describe()}: your {what} is not an nn.Module.")
+    _check_factory_kwargs(layer_tensors, case, what)
     reference = case.build(reference_cls)
     exact_reference = Case(**{**case.__dict__, "dtype": torch.float64}).build(reference_cls)
-    for layer in (student, reference, exact_reference):
-        _load_state(layer, case.state, case.dtype)
     params, buffers = _tensor_names(reference)
+    found = layer.call("observe.attribute_infos", params + buffers)
     for name in params:
-        if not isinstance(getattr(student, name, None), torch.Tensor) and getattr(reference, name) is not None:
-            fail(
-                f"{case.describe()}: your {what} has no tensor attribute `{name}`; "
-                f"{case.reference_name} calls its learnable parameters `weight` (γ) and `bias` (β)."
-            )
+        if found[name] is None or "shape" not in found[name]:
+            if getattr(reference, name) is not None:
+                fail(
+                    f"{case.describe()}: your {what} has no tensor attribute `{name}`; "
+                    f"{case.reference_name} calls its learnable parameters `weight` (γ) and `bias` (β)."
+                )
     for name in params + buffers:
-        mine, theirs = getattr(student, name, None), getattr(reference, name)
-        if isinstance(mine, torch.Tensor) and isinstance(theirs, torch.Tensor) and mine.shape != theirs.shape:
+        mine, theirs = found[name], getattr(reference, name)
+        if mine is not None and "shape" in mine and isinstance(theirs, torch.Tensor) and tuple(mine["shape"]) != tuple(theirs.shape):
             fail(
-                f"{case.describe()}: your `{name}` has shape {shape_str(mine.shape)}, "
+                f"{case.describe()}: your `{name}` has shape {shape_str(mine['shape'])}, "
                 f"{case.reference_name}'s has {shape_str(theirs.shape)}."
             )
+    observe.load_state(exact_reference, case.state, case.dtype)
     initial = {n: (None if getattr(exact_reference, n) is None else getattr(exact_reference, n).detach().clone()) for n in buffers}
-    recorder = forbidden.OpRecorder()
-    got = run_steps(student, case, params, buffers, case.dtype, recorder)
-    forbidden.report_normalization_ops(recorder.normalization_ops(), what)
-    expected = run_steps(reference, case, params, buffers, case.dtype)
-    exact = run_steps(exact_reference, case, params, buffers, torch.float64)
+    got, ops = run_student(layer, case, params, buffers)
+    forbidden.report_normalization_ops(ops, what)
+    expected = run_reference(reference, case, params, buffers, case.dtype)
+    exact = run_reference(exact_reference, case, params, buffers, torch.float64)
 
     for i, (s, r, e) in enumerate(zip(got, expected, exact)):
         finding = _first_difference(case, i, s, r, e, aspects, _state_before(exact, i, initial))
@@ -251,17 +229,17 @@ def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspe
         return Finding(case, i, aspect, name, student, exact, gap, state_before, detail)
 
     if r.error is None and s.error is not None:
-        return found(RAISES, "raises", detail=f"yours raised {type(s.error).__name__}: {s.error}")
+        return found(RAISES, "raises", detail=f"yours raised {s.error.name}: {s.error}")
     if r.error is not None:  # torch refuses this input: only whether and how yours refuses counts
         if RAISES not in aspects:
             return None
         if s.error is None:
-            detail = f"torch raises {type(r.error).__name__} ({r.error}) but yours returned a result"
+            detail = f"torch raises {r.error.name} ({r.error}) but yours returned a result"
             return found(RAISES, "raises", detail=detail)
-        if not isinstance(s.error, type(r.error)):
+        if r.error.name not in s.error.names:
             detail = (
-                f"torch raises {type(r.error).__name__} ({r.error}) but yours raised "
-                f"{type(s.error).__name__}: {s.error}"
+                f"torch raises {r.error.name} ({r.error}) but yours raised "
+                f"{s.error.name}: {s.error}"
             )
             return found(RAISES, "raises", detail=detail)
         return None
@@ -281,11 +259,12 @@ def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspe
             if isinstance(sv, torch.Tensor) and aspect == BUFFERS:
                 return found(aspect, name, sv, None, detail=f"torch's `{name}` is None here but yours is a tensor")
             continue
-        if sv is _MISSING or sv is None:
-            what = "missing" if sv is _MISSING else "None"
+        if sv is None or (isinstance(sv, dict) and sv.get("missing")):
+            what = "None" if sv is None else "missing"
             return found(aspect, name, None, ev, detail=f"yours is {what}")
         if not isinstance(sv, torch.Tensor):
-            return found(aspect, name, None, ev, detail=f"yours is a {type(sv).__name__}, not a tensor (register it with register_buffer)")
+            kind = sv.get("object", "?") if isinstance(sv, dict) else type(sv).__name__
+            return found(aspect, name, None, ev, detail=f"yours is a {kind}, not a tensor (register it with register_buffer)")
         if sv.shape != rv.shape:
             return found(aspect, name, sv, ev, detail=f"shape {shape_str(sv.shape)} instead of {shape_str(rv.shape)}")
         if sv.dtype != rv.dtype:

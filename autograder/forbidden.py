@@ -2,77 +2,70 @@
 
 Whatever the route (subclassing ``nn.BatchNorm2d``, ``F.batch_norm``, ``torch.batch_norm``,
 ``torch.ops.aten.native_batch_norm``, a reference captured under another name, a torch norm
-module held inside), the computation ends in an aten normalization kernel.  A dispatch mode
-records every aten op the student's forward and backward run; CUDA's names
-(``cudnn_batch_norm``, ``miopen_batch_norm``, ``batch_norm_stats``...) belong to the same family.
+module held inside), the computation ends in an aten normalization kernel.  Where the student's
+code runs, :class:`autograder.sandbox.observe.OpRecorder` (a dispatch mode) records the aten ops
+of every forward and backward; CUDA's names (``cudnn_batch_norm``, ``miopen_batch_norm``,
+``batch_norm_stats``...) belong to the same family.  The class hierarchy and submodules are
+reported from there too.  This module judges those reports.
+
+What runs in the student's process can be evaded by a determined student (a decomposition from
+``torch._decomp``, the recorder switched off, another thread); :mod:`autograder.grading.scan`
+flags such routes in the submitted source for the instructor.
 """
 from __future__ import annotations
 
-import re
-
-from torch import nn
-from torch.utils._python_dispatch import TorchDispatchMode
-
 from autograder.messages import fail
+from autograder.sandbox.observe import NORMALIZATION_OP, OpRecorder  # noqa: F401 - OpRecorder re-exported
 
-NORMALIZATION_OP = re.compile(r"(batch|layer|group|instance|rms)_norm")
-
-TORCH_NORM_CLASSES: tuple[type, ...] = (
-    nn.modules.batchnorm._NormBase,
-    nn.LayerNorm,
-    nn.GroupNorm,
-    nn.RMSNorm,
-    nn.LocalResponseNorm,
-)
-
-
-class OpRecorder(TorchDispatchMode):
-    """Records the names of the aten ops run while it is active."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.ops: set[str] = set()
-
-    @classmethod
-    def _should_skip_dynamo(cls) -> bool:
-        # torch would otherwise wrap __torch_dispatch__ with a dynamo guard whose first call
-        # imports torch._dynamo (~3 s) and rebinds torch.manual_seed.
-        return False
-
-    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        self.ops.add(func.name())
-        return func(*args, **(kwargs or {}))
-
-    def normalization_ops(self) -> list[str]:
-        return sorted(op for op in self.ops if NORMALIZATION_OP.search(op))
+# torch's normalization classes, by module and qualified name (as the student's side reports them).
+TORCH_NORM_CLASSES = {
+    ("torch.nn.modules.batchnorm", "_NormBase"),
+    ("torch.nn.modules.batchnorm", "_BatchNorm"),
+    ("torch.nn.modules.batchnorm", "BatchNorm1d"),
+    ("torch.nn.modules.batchnorm", "BatchNorm2d"),
+    ("torch.nn.modules.batchnorm", "BatchNorm3d"),
+    ("torch.nn.modules.batchnorm", "SyncBatchNorm"),
+    ("torch.nn.modules.batchnorm", "_LazyNormBase"),
+    ("torch.nn.modules.instancenorm", "_InstanceNorm"),
+    ("torch.nn.modules.normalization", "LayerNorm"),
+    ("torch.nn.modules.normalization", "GroupNorm"),
+    ("torch.nn.modules.normalization", "RMSNorm"),
+    ("torch.nn.modules.normalization", "LocalResponseNorm"),
+}
 
 
-def check_not_torch_norm_class(cls: type, what: str) -> None:
-    """Fail if ``cls`` inherits from one of torch's normalization modules."""
+def _is_torch_norm(module: str, qualname: str) -> bool:
+    return (module, qualname) in TORCH_NORM_CLASSES or (
+        module.startswith("torch.nn.modules.") and NORMALIZATION_OP.search(qualname.lower().replace("norm", "_norm"))
+        is not None
+    )
+
+
+def check_class(student, what: str) -> None:
+    """Fail unless the student's ``what`` is an ``nn.Module`` class that does not inherit from
+    one of torch's normalization modules."""
     __tracebackhide__ = True
-    if not isinstance(cls, type):
-        fail(f"`{what}` should be a class (an nn.Module subclass), got {type(cls).__name__}.")
-    for base in cls.__mro__:
-        if base in TORCH_NORM_CLASSES or (
-            base.__module__.startswith("torch.nn.modules")
-            and issubclass(base, TORCH_NORM_CLASSES)
-        ):
+    info = student.call("observe.class_info")
+    if not info["is_class"]:
+        fail(f"`{what}` should be a class (an nn.Module subclass), got {info['type']}.")
+    for module, qualname in info["mro"]:
+        if _is_torch_norm(module, qualname):
             fail(
-                f"`{what}` inherits from torch's `{base.__module__}.{base.__qualname__}`. "
+                f"`{what}` inherits from torch's `{module}.{qualname}`. "
                 "The exercise is to write the normalization yourself: subclass nn.Module, "
                 "not a torch normalization layer. This part earns no points."
             )
-    if not issubclass(cls, nn.Module):
+    if not info["is_module"]:
         fail(f"`{what}` must subclass torch.nn.Module so it has parameters, buffers and state_dict.")
 
 
-def check_no_torch_norm_submodule(module: nn.Module, what: str) -> None:
+def check_no_torch_norm_submodule(layer, what: str) -> None:
     """Fail if an instance holds a torch normalization module anywhere inside it."""
     __tracebackhide__ = True
-    for name, sub in module.named_modules():
-        if isinstance(sub, TORCH_NORM_CLASSES):
+    for name, module, qualname in layer.call("observe.submodules"):
+        if _is_torch_norm(module, qualname):
             fail(
-                f"`{what}` contains torch's own `{type(sub).__name__}` (as `{name or 'self'}`). "
+                f"`{what}` contains torch's own `{qualname}` (as `{name or 'self'}`). "
                 "Compute the normalization with tensor operations instead. "
                 "This part earns no points."
             )

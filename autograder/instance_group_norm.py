@@ -12,6 +12,8 @@ from autograder import engine, forbidden, integrity, structure
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, OUTPUT, RAISES, Case, Finding, Step
 from autograder.inputs import channel_input, random_tensor
+from autograder.side import Student, student
+from autograder.wire import RemoteError
 from autograder.messages import fail
 from autograder.norm_hints import Grouping, make_hint
 from autograder.numerics import closest_explanation
@@ -270,10 +272,13 @@ def _instance_input_cases(full: bool) -> list[Case]:
 
 # --- the graded parts -------------------------------------------------------------------------
 
-def _check_class(cls, name: str) -> None:
+def _check_class(cls, name: str) -> Student:
+    """The student's class as the checks hold it, once it is known to be a module of their own."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    forbidden.check_not_torch_norm_class(cls, name)
+    cls = student(cls, name)
+    forbidden.check_class(cls, name)
+    return cls
 
 
 def _compare(cls, cases, aspects) -> None:
@@ -285,7 +290,7 @@ def _compare(cls, cases, aspects) -> None:
 def check_group_norm_forward(GroupNorm, full: bool = False) -> None:
     """GroupNorm's outputs and gradients against torch's, including non-contiguous inputs."""
     __tracebackhide__ = True
-    _check_class(GroupNorm, "GroupNorm")
+    GroupNorm = _check_class(GroupNorm, "GroupNorm")
     _compare(GroupNorm, _group_cases(full), FORWARD_ASPECTS)
 
 
@@ -295,15 +300,12 @@ GROUP_PARAMETERS = "Register γ as `weight` (ones) and β as `bias` (zeros), sha
 def check_group_norm_contract(GroupNorm, full: bool = False) -> None:
     """The divisibility ValueError, attributes, per-channel parameters, state_dict, input checks."""
     __tracebackhide__ = True
-    _check_class(GroupNorm, "GroupNorm")
-    try:
-        GroupNorm(3, 8)
-    except ValueError:
-        pass
-    except Exception as error:  # noqa: BLE001
-        fail(f"GroupNorm(3, 8) raised {type(error).__name__}: {error}; torch raises ValueError "
+    GroupNorm = _check_class(GroupNorm, "GroupNorm")
+    built = GroupNorm.construct((3, 8))
+    if isinstance(built, RemoteError) and not built.is_a(ValueError):
+        fail(f"GroupNorm(3, 8) raised {built.name}: {built}; torch raises ValueError "
              "(\"num_channels (8) must be divisible by num_groups (3)\").")
-    else:
+    if not isinstance(built, RemoteError):
         fail("GroupNorm(3, 8) was built, but 8 channels cannot form 3 equal groups: raise "
              "ValueError(\"num_channels (8) must be divisible by num_groups (3)\") in the constructor, as torch does.")
     variants = [((4, 8), {}), ((2, 6), {"affine": False})]
@@ -321,14 +323,14 @@ def check_group_norm_contract(GroupNorm, full: bool = False) -> None:
 def check_instance_norm_forward(InstanceNorm2d, full: bool = False) -> None:
     """InstanceNorm2d's outputs, gradients and running statistics (when tracked) against torch's."""
     __tracebackhide__ = True
-    _check_class(InstanceNorm2d, "InstanceNorm2d")
+    InstanceNorm2d = _check_class(InstanceNorm2d, "InstanceNorm2d")
     _compare(InstanceNorm2d, _instance_cases(full), ALL_ASPECTS)
 
 
 def check_instance_norm_contract(InstanceNorm2d, full: bool = False) -> None:
     """Defaults (affine=False, no running stats), parameters, buffers, state_dict, input checks."""
     __tracebackhide__ = True
-    _check_class(InstanceNorm2d, "InstanceNorm2d")
+    InstanceNorm2d = _check_class(InstanceNorm2d, "InstanceNorm2d")
     variants = [{}, {"affine": True}, {"track_running_stats": True}]
     if full:
         variants += [{"affine": True, "track_running_stats": True, "momentum": 0.3, "eps": 1e-3}]

@@ -9,9 +9,11 @@ this package.  Before each check the current state is compared with that baselin
 now points elsewhere means a notebook cell reassigned it (``torch.allclose = lambda *a: True``)
 and the check refuses to pass.
 
-Code in the same process could also undo this guard; the clean process of
-:mod:`autograder.isolation` (which calls :func:`restore` and fails every later test cell once
-anything changed) is what makes grading safe.  In the kernel this module keeps the feedback honest.
+Code in the same process can also undo this guard, so no grade depends on it being intact: at
+grading time every verdict is computed in the grader from plain data (:mod:`autograder.grading`).
+What it still does there is policy: the grader asks the kernel what changed (a notebook that
+rebinds ``torch.allclose`` earns nothing, although the rebinding could not fool the checks).
+In the student's kernel it keeps the visible tests' feedback honest.
 """
 from __future__ import annotations
 
@@ -75,7 +77,8 @@ def _is_dynamo_rewrap(value: object, trusted: object) -> bool:
 
 
 def _is_grader(name: str) -> bool:
-    return name == "autograder" or name.startswith("autograder.")
+    """Modules of this package a notebook's kernel loads (``autograder.grading`` never runs there)."""
+    return (name == "autograder" or name.startswith("autograder.")) and not name.startswith("autograder.grading")
 
 
 def _owners() -> list[tuple[str, object]]:

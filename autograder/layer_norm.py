@@ -1,8 +1,10 @@
 """Checks for the exercise ``03_layer_norm``: ``LayerNorm`` and a SigLIP vision encoder built on it.
 
 Parts 1 and 2 run the shared engine against ``torch.nn.LayerNorm``.  Part 3 loads Hugging Face
-``SiglipVisionModel`` weights into the student's encoder and compares its output with the model's,
-stored in float64 by :mod:`autograder.siglip_reference`.
+``SiglipVisionModel`` weights into the student's encoder (on the student's side, through
+:mod:`autograder.sandbox.observe_siglip`) and compares its output with the model's, stored in
+float64 by :mod:`autograder.siglip_reference`; the hidden check also compares it with the model
+run here, by ``transformers``, on pixel values drawn at check time.
 """
 from __future__ import annotations
 
@@ -13,6 +15,8 @@ from autograder import engine, forbidden, integrity, siglip_reference, structure
 from autograder.devices import devices_for
 from autograder.engine import FORWARD_ASPECTS, RAISES, Case, Finding, Step
 from autograder.inputs import random_tensor, sample_input
+from autograder.side import Student, student, students
+from autograder.wire import RemoteError
 from autograder.messages import fail, shape_str
 from autograder.norm_hints import Grouping, make_hint
 from autograder.numerics import discrepancy, matches
@@ -132,16 +136,19 @@ def _input_check_cases(full: bool) -> list[Case]:
     return cases
 
 
-def _check_class(LayerNorm) -> None:
+def _check_class(LayerNorm) -> Student:
+    """The student's LayerNorm as the checks hold it, once it is known to be a module of their own."""
     __tracebackhide__ = True
     integrity.check_untampered()
-    forbidden.check_not_torch_norm_class(LayerNorm, "LayerNorm")
+    LayerNorm = student(LayerNorm, "LayerNorm")
+    forbidden.check_class(LayerNorm, "LayerNorm")
+    return LayerNorm
 
 
 def check_forward(LayerNorm, full: bool = False) -> None:
     """Outputs and the gradients of the input, ``weight`` and ``bias``, in training and eval mode."""
     __tracebackhide__ = True
-    _check_class(LayerNorm)
+    LayerNorm = _check_class(LayerNorm)
     for case in _forward_cases(full):
         engine.compare_case(LayerNorm, nn.LayerNorm, case, FORWARD_ASPECTS, hint, "LayerNorm")
 
@@ -156,7 +163,7 @@ NO_BUFFERS = "LayerNorm keeps no running statistics, so it has no buffers."
 def check_module_contract(LayerNorm, full: bool = False) -> None:
     """Constructor, attributes, parameters (``None`` when off), no buffers, ``state_dict``, input checks."""
     __tracebackhide__ = True
-    _check_class(LayerNorm)
+    LayerNorm = _check_class(LayerNorm)
     variants = [((6,), {}), ((6,), {"elementwise_affine": False}), (((2, 3),), {"bias": False})]
     if full:
         variants += [((5,), {"eps": 1e-6}), (([4, 2],), {}), (((3, 2, 2),), {"elementwise_affine": False, "bias": False})]
@@ -175,56 +182,88 @@ def check_module_contract(LayerNorm, full: bool = False) -> None:
 
 # --- part 3: the SigLIP vision encoder --------------------------------------------------------
 
-def _build_encoder(SiglipVisionTransformer, LayerNorm, config, reference, device, where):
+ENCODER = "SiglipVisionTransformer"
+FRESH_PIXELS = "pixel_values drawn at check time"
+
+
+def _where(config, device, note: str = "") -> str:
+    """How messages name one configuration of the encoder."""
+    return (
+        f"SiglipVisionTransformer with hidden_size={config.hidden_size}, {config.num_hidden_layers} layers, "
+        f"{config.num_attention_heads} heads, {config.image_size}×{config.image_size} images in "
+        f"{config.patch_size}×{config.patch_size} patches (float64, {device.type}{', ' + note if note else ''})"
+    )
+
+
+def _eps_shown(report: dict) -> str:
+    return report["repr"] if "repr" in report else repr(report.get("value"))
+
+
+def _check_layer_norms(norms, config, where) -> None:
+    """The encoder holds one instance of the student's LayerNorm per SigLIP norm, each with SigLIP's eps."""
     __tracebackhide__ = True
-    try:
-        model = SiglipVisionTransformer(config)
-    except Exception as error:  # noqa: BLE001
-        fail(f"{where}: SiglipVisionTransformer(config) raised {type(error).__name__}: {error}")
-    if not isinstance(model, nn.Module):
-        fail(f"{where}: SiglipVisionTransformer must be an nn.Module.")
-    forbidden.check_no_torch_norm_submodule(model, "SiglipVisionTransformer")
-    norms = [name for name, m in model.named_modules() if isinstance(m, LayerNorm)]
+    if isinstance(norms, RemoteError):
+        fail(f"{where}: looking for your LayerNorm among your model's submodules raised {norms.name}: {norms}")
+    names = [name for name, _ in norms]
     wanted = 2 * config.num_hidden_layers + 1
-    if len(norms) != wanted:
+    if len(names) != wanted:
         fail(
-            f"{where}: your model holds {len(norms)} instances of your LayerNorm ({norms}); SigLIP has "
+            f"{where}: your model holds {len(names)} instances of your LayerNorm ({names}); SigLIP has "
             f"{wanted}: layer_norm1 and layer_norm2 in each of the {config.num_hidden_layers} encoder "
             "layers, and post_layernorm at the end. Use your own LayerNorm class for all of them."
         )
-    wrong_eps = [(n, getattr(model.get_submodule(n), "eps", None)) for n in norms
-                 if getattr(model.get_submodule(n), "eps", None) != config.layer_norm_eps]
+    wrong_eps = [(n, eps) for n, eps in norms if "repr" in eps or eps.get("value") != config.layer_norm_eps]
     if wrong_eps:
         name, eps = wrong_eps[0]
         fail(
-            f"{where}: `{name}` has eps={eps!r}, but SigLIP's LayerNorms use config.layer_norm_eps = "
+            f"{where}: `{name}` has eps={_eps_shown(eps)}, but SigLIP's LayerNorms use config.layer_norm_eps = "
             f"{config.layer_norm_eps:g} (torch's default 1e-5 is not SigLIP's). Pass eps=config.layer_norm_eps."
         )
-    model = model.to(device=device, dtype=F64)
-    weights = {k: v.to(device) for k, v in reference["weights"].items()}
-    result = model.load_state_dict(weights, strict=False)
-    if result.missing_keys or result.unexpected_keys:
+
+
+def _build_encoder(Encoder: Student, LayerNorm: Student, name: str, weights: dict, device, where) -> Student:
+    """The student's encoder for the stored configuration ``name``, built on its side with its own
+    LayerNorms, in float64 on ``device``, holding Hugging Face's ``weights``, in eval mode."""
+    __tracebackhide__ = True
+    config = siglip_reference.config(name)
+    built = Encoder.call("observe_siglip.build", LayerNorm.handle, name)
+    if "error" in built:
+        error = built["error"]
+        fail(f"{where}: SiglipVisionTransformer(config) raised {error.name}: {error}")
+    model = Encoder.adopt(built["model"], ENCODER)
+    if not built["is_module"] or not isinstance(model, Student):
+        fail(f"{where}: SiglipVisionTransformer must be an nn.Module.")
+    forbidden.check_no_torch_norm_submodule(model, ENCODER)
+    _check_layer_norms(built["layer_norms"], config, where)
+    loaded = model.call("observe_siglip.load_weights", device, weights)
+    if "error" in loaded:
+        error = loaded["error"]
+        fail(f"{where}: loading Hugging Face's weights into your model raised {error.name}: {error}")
+    if loaded["missing"] or loaded["unexpected"]:
         fail(
             f"{where}: Hugging Face's weights do not fit your module names. Missing in yours: "
-            f"{result.missing_keys[:6]}; unexpected: {result.unexpected_keys[:6]}. The names must be "
+            f"{loaded['missing'][:6]}; unexpected: {loaded['unexpected'][:6]}. The names must be "
             "embeddings, encoder.layers.<i>.{layer_norm1, self_attn, layer_norm2, mlp} and post_layernorm "
             "(not post_layer_norm as in the source snippet)."
         )
-    return model.eval()
+    return model.adopt(loaded["model"], ENCODER)
 
 
-def _layer_norm_differs(LayerNorm, config, device) -> str | None:
+def _layer_norm_differs(LayerNorm: Student, config, device) -> str | None:
     """Whether the student's LayerNorm alone already disagrees with torch's at SigLIP's settings."""
-    x = sample_input((2, 5, config.hidden_size), seed=77).to(device)
+    shape = (2, 5, config.hidden_size)
+    x = sample_input(shape, seed=77).to(device)
+    report = LayerNorm.call("observe_siglip.layer_norm_alone", config.hidden_size, config.layer_norm_eps, device, x)
+    if "error" in report:
+        error = report["error"]
+        return f"your LayerNorm raised {error.name} on a (2, 5, {config.hidden_size}) input: {error}"
     theirs = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, device=device, dtype=F64)
-    try:
-        mine = LayerNorm(config.hidden_size, eps=config.layer_norm_eps, device=device, dtype=F64)
-        with torch.no_grad():
-            got = mine(x)
-    except Exception as error:  # noqa: BLE001
-        return f"your LayerNorm raised {type(error).__name__} on a (2, 5, {config.hidden_size}) input: {error}"
     with torch.no_grad():
         expected = theirs(x)
+    got = report["output"]
+    if tuple(got.shape) != shape:
+        return (f"your LayerNorm returns shape {shape_str(got.shape)} on a (2, 5, {config.hidden_size}) input; "
+                f"torch.nn.LayerNorm returns {shape_str(shape)}. Parts 1 and 2 say why. Fix it first.")
     gap = discrepancy(got, expected, expected)
     if gap is None:
         return None
@@ -234,7 +273,7 @@ def _layer_norm_differs(LayerNorm, config, device) -> str | None:
     )
 
 
-def _encoder_hint(got: torch.Tensor, reference: dict, LayerNorm, config, device) -> str:
+def _encoder_hint(got: torch.Tensor, reference: dict, LayerNorm: Student, config, device) -> str:
     differs = _layer_norm_differs(LayerNorm, config, device)
     if differs:
         return differs
@@ -248,41 +287,83 @@ def _encoder_hint(got: torch.Tensor, reference: dict, LayerNorm, config, device)
     )
 
 
-def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False) -> None:
-    """Your encoder with your LayerNorm reproduces ``transformers.SiglipVisionModel`` (float64)."""
+def _check_output(model: Student, LayerNorm: Student, config, reference: dict, device, where) -> None:
+    """The encoder's forward on the reference's pixel values gives its ``last_hidden_state``,
+    without torch's normalization kernels."""
     __tracebackhide__ = True
+    pixels = reference["pixel_values"]
+    report = model.call("observe_siglip.forward", pixels, device)
+    if "error" in report:
+        error = report["error"]
+        fail(f"{where}: forward on pixel_values {shape_str(pixels.shape)} raised {error.name}: {error}")
+    forbidden.report_normalization_ops(list(report["normalization_ops"]), ENCODER)
+    expected, got = reference["last_hidden_state"], report["output"]
+    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+        shown = shape_str(got.shape) if isinstance(got, torch.Tensor) else report["type"]
+        fail(f"{where}: forward must return last_hidden_state of shape {shape_str(expected.shape)} "
+             f"(batch, patches, hidden_size); got {shown}.")
+    gap = discrepancy(got, expected, expected)
+    if gap is not None:
+        fail(
+            f"{where}: your last_hidden_state differs from SiglipVisionModel's by up to "
+            f"{gap.max_error:.3g} (allowed {gap.allowed:.1g}).\nLikely cause: {_encoder_hint(got, reference, LayerNorm, config, device)}"
+        )
+
+
+def _fresh_reference(name: str, weights: dict) -> dict:
+    """Hugging Face's outputs (float64, CPU) for the configuration ``name`` with the stored
+    ``weights``, on pixel values drawn now from an unpredictable seed.
+
+    The stored outputs ship with the package, so a forward could look them up instead of
+    computing; these cannot be.  Imports ``transformers`` (seconds), so only the hidden check uses it.
+    """
+    import secrets
+    from dataclasses import asdict
+
+    from transformers import SiglipVisionConfig as HFConfig
+    from transformers import SiglipVisionModel
+
+    config = siglip_reference.config(name)
+    hf_config = HFConfig(**asdict(config), attn_implementation="sdpa", vision_use_head=False)
+    with torch.random.fork_rng(devices=[]):  # its random initialization leaves the notebook's RNG alone
+        model = SiglipVisionModel(hf_config).to(F64).eval()
+    model.load_state_dict(weights, strict=True)
+    g = torch.Generator().manual_seed(secrets.randbits(63))
+    shape = (2, config.num_channels, config.image_size, config.image_size)
+    pixels = torch.rand(shape, generator=g, dtype=F64) * 2 - 1
+    with torch.no_grad():
+        out = model(pixel_values=pixels, output_hidden_states=True)
+        for module in model.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.eps = 1e-5
+        default_eps = model(pixel_values=pixels)
+    return {
+        "pixel_values": pixels,
+        "last_hidden_state": out.last_hidden_state.detach().clone(),
+        "eps_1e-5": default_eps.last_hidden_state.detach().clone(),
+        "before_post_layernorm": out.hidden_states[-1].detach().clone(),
+    }
+
+
+def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False) -> None:
+    """Your encoder with your LayerNorm reproduces ``transformers.SiglipVisionModel`` (float64).
+
+    Both checks compare with the stored outputs; the hidden one (``full``) also with Hugging
+    Face's outputs on pixel values drawn at check time, which no stored file holds.
+    """
+    __tracebackhide__ = True
+    Encoder, LayerNorm = students((SiglipVisionTransformer, ENCODER), (LayerNorm, "LayerNorm"))
     _check_class(LayerNorm)
     stored = siglip_reference.load()
     names = ["small", "odd"] if full else ["small"]
+    fresh = {name: _fresh_reference(name, stored[name]["weights"]) for name in names} if full else {}
     for device in devices_for(full):
         for name in names:
             config = siglip_reference.config(name)
-            reference = {k: (v.to(device) if isinstance(v, torch.Tensor) else v) for k, v in stored[name].items()}
-            where = (
-                f"SiglipVisionTransformer with hidden_size={config.hidden_size}, {config.num_hidden_layers} layers, "
-                f"{config.num_attention_heads} heads, {config.image_size}×{config.image_size} images in "
-                f"{config.patch_size}×{config.patch_size} patches (float64, {device.type})"
-            )
-            model = _build_encoder(SiglipVisionTransformer, LayerNorm, config, reference, device, where)
-            pixels = reference["pixel_values"]
-            recorder = forbidden.OpRecorder()
-            try:
-                with recorder, torch.no_grad():
-                    got = model(pixels.clone())
-            except Exception as error:  # noqa: BLE001
-                fail(f"{where}: forward on pixel_values {shape_str(pixels.shape)} raised {type(error).__name__}: {error}")
-            forbidden.report_normalization_ops(recorder.normalization_ops(), "SiglipVisionTransformer")
-            expected = reference["last_hidden_state"]
-            if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
-                shown = shape_str(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-                fail(f"{where}: forward must return last_hidden_state of shape {shape_str(expected.shape)} "
-                     f"(batch, patches, hidden_size); got {shown}.")
-            gap = discrepancy(got, expected, expected)
-            if gap is not None:
-                fail(
-                    f"{where}: your last_hidden_state differs from SiglipVisionModel's by up to "
-                    f"{gap.max_error:.3g} (allowed {gap.allowed:.1g}).\nLikely cause: {_encoder_hint(got, reference, LayerNorm, config, device)}"
-                )
+            model = _build_encoder(Encoder, LayerNorm, name, stored[name]["weights"], device, _where(config, device))
+            _check_output(model, LayerNorm, config, stored[name], device, _where(config, device))
+            if name in fresh:
+                _check_output(model, LayerNorm, config, fresh[name], device, _where(config, device, FRESH_PIXELS))
 
 
 integrity.remember()

@@ -1,8 +1,13 @@
-"""Checks shared by every measurement tool that runs a model with hooks.
+"""The probe models that measurement tools run on, and the rules every such tool must follow.
 
 A tool that records what happens inside a model must leave the model as it found it: no hook
 left behind (also when the forward raises), the same train/eval mode in every submodule, no
 autograd graph and no gradients, an unchanged input.
+
+The model is described as plain data (:func:`model_spec`) and built on both sides: the student's
+side runs the tool on its copy and measures what the tool did
+(:func:`autograder.sandbox.observe_tools.run_tool`); the grader judges that report
+(:func:`judge_tool_report`) and records the expected values on its own copy.
 """
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import torch
 from torch import nn
 
 from autograder.messages import fail
+from autograder.wire import RemoteError
 
 
 def hook_count(model: nn.Module) -> int:
@@ -59,38 +65,43 @@ def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = Fal
     return nn.Sequential(OrderedDict(layers)).to(device=device, dtype=dtype)
 
 
-def run_tool(tool, what: str, model: nn.Module, x: torch.Tensor, *args, may_raise: bool = False):
-    """Call ``tool(model, x, *args)`` and check it left ``model`` and ``x`` as it found them.
+def model_spec(widths: list[int], seed: int, device, dtype, train: bool = True, failing: bool = False) -> dict:
+    """A probe model as plain data: both sides build the same model from it (:func:`build_model`)."""
+    return {"widths": list(widths), "seed": seed, "device": device, "dtype": dtype, "train": train, "failing": failing}
+
+
+def build_model(spec: dict) -> nn.Sequential:
+    """The :func:`sigmoid_mlp` that ``spec`` describes, in its train/eval mode."""
+    model = sigmoid_mlp(spec["widths"], spec["seed"], spec["device"], spec["dtype"], spec["failing"])
+    return model.train(spec["train"])
+
+
+def judge_tool_report(report: dict, what: str, may_raise: bool = False):
+    """Fail unless the tool (run by :func:`autograder.sandbox.observe_tools.run_tool`) left the
+    model and its input as it found them; return what the tool returned.
 
     ``may_raise``: the model's forward fails on purpose; the tool may let the error through (or
     stop the forward before it, having what it needs), but must clean up either way.
     """
     __tracebackhide__ = True
-    hooks, before, x_before = hook_count(model), modes(model), x.clone()
-    spy = model.spy if hasattr(model, "spy") else None
-    if spy is not None:
-        spy.grad_enabled.clear()
-    try:
-        result = tool(model, x, *args)
-    except Exception as error:  # noqa: BLE001
-        if not may_raise:
-            fail(f"{what} raised {type(error).__name__}: {error}")
-        result = error
-    if hook_count(model) != hooks:
-        left = hook_count(model) - hooks
+    result = report["result"]
+    if isinstance(result, RemoteError) and not may_raise:
+        fail(f"{what} raised {result.name}: {result}")
+    if report["hooks_after"] != report["hooks_before"]:
+        left = report["hooks_after"] - report["hooks_before"]
         fail(
             f"{what} left {left} hook(s) registered on the model"
             + (" when the model's forward raised" if may_raise else "")
             + ". Keep the handles that register_forward_hook returns and call handle.remove() "
             "in a `finally:` block."
         )
-    if modes(model) != before:
-        mode = "training" if before[""] else "eval"
+    if report["modes_after"] != report["modes_before"]:
+        mode = "training" if report["modes_before"][""] else "eval"
         fail(f"{what} changed the train/eval mode of the model (it was in {mode} mode): measure in the mode you were given.")
-    if spy is not None and any(spy.grad_enabled):
+    if report["autograd_on"]:
         fail(f"{what} ran the forward with autograd on: wrap it in `with torch.no_grad():` so no graph is built.")
-    if any(p.grad is not None for p in model.parameters()):
+    if report["gradients_left"]:
         fail(f"{what} left gradients in the model's parameters: measuring must not call backward().")
-    if not torch.equal(x, x_before):
+    if report["input_changed"]:
         fail(f"{what} modified its input tensor in place.")
     return result

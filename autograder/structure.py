@@ -16,9 +16,8 @@ from torch import nn
 from autograder import forbidden
 from autograder.inputs import random_tensor
 from autograder.messages import fail, shape_str
-
-_MISSING = object()
-
+from autograder.side import Student, student
+from autograder.wire import RemoteError
 
 def _call(args, kwargs, device, dtype) -> str:
     parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
@@ -49,14 +48,14 @@ def _compare_tensors(kind: str, where: str, mine: dict, theirs: dict, advice: st
             + (f" (unexpected {extra})" if extra else "") + f". {advice}"
         )
     for name, ref in theirs.items():
-        got = mine[name]
-        if kind == "parameter" and not isinstance(got, nn.Parameter):
+        got = mine[name]  # as observe.tensors reports it
+        if kind == "parameter" and not got["parameter"]:
             fail(f"{where}: `{name}` must be an nn.Parameter so optimizers and state_dict see it.")
         for prop, a, b in (
-            ("shape", tuple(got.shape), tuple(ref.shape)),
-            ("dtype", got.dtype, ref.dtype),
-            ("device type", got.device.type, ref.device.type),
-            ("requires_grad", got.requires_grad, ref.requires_grad),
+            ("shape", tuple(got["shape"]), tuple(ref.shape)),
+            ("dtype", got["dtype"], ref.dtype),
+            ("device type", got["device"], ref.device.type),
+            ("requires_grad", got["requires_grad"], ref.requires_grad),
         ):
             if a != b:
                 advice = (
@@ -64,9 +63,9 @@ def _compare_tensors(kind: str, where: str, mine: dict, theirs: dict, advice: st
                     if prop in ("dtype", "device type") and ref.is_floating_point() else ""
                 )
                 fail(f"{where}: {kind} `{name}` has {prop} {a}, torch's has {b}.{advice}")
-        if not torch.equal(got.detach().cpu(), ref.detach().cpu()):
+        if not torch.equal(got["value"].cpu(), ref.detach().cpu()):
             fail(
-                f"{where}: {kind} `{name}` starts as {got.detach().cpu().tolist()}, torch's as "
+                f"{where}: {kind} `{name}` starts as {got['value'].cpu().tolist()}, torch's as "
                 f"{ref.detach().cpu().tolist()} (weight starts at ones, bias at zeros, "
                 "running_mean at zeros, running_var at ones, num_batches_tracked at 0)."
             )
@@ -86,39 +85,49 @@ def compare_structure(cls, reference_cls, args, kwargs, device, dtype, what, att
     __tracebackhide__ = True
     factory = {k: v for k, v in (("device", device), ("dtype", dtype)) if v is not None}
     where = f"{what}({_call(args, kwargs, device, dtype)})"
-    try:
-        student = cls(*args, **kwargs, **factory)
-    except Exception as error:  # noqa: BLE001
-        fail(f"{where} raised {type(error).__name__}: {error}")
-    forbidden.check_no_torch_norm_submodule(student, what)
+    layer = student(cls, what).construct(args, {**kwargs, **factory})
+    if isinstance(layer, RemoteError):
+        fail(f"{where} raised {layer.name}: {layer}")
+    if not isinstance(layer, Student):
+        fail(f"{where} did not give a module.")
+    forbidden.check_no_torch_norm_submodule(layer, what)
     reference = reference_cls(*args, **kwargs, **factory)
     ref_params, ref_buffers, ref_none_params, ref_none_buffers = _registered(reference)
+    shown_attributes = layer.call("observe.plain_attributes", list(attributes))
     for name in attributes:
-        mine, theirs = getattr(student, name, _MISSING), getattr(reference, name)
-        if mine is _MISSING or type(mine) is not type(theirs) or mine != theirs:
-            shown = "missing" if mine is _MISSING else f"{mine!r}"
+        mine, theirs = shown_attributes[name], getattr(reference, name)
+        if "value" not in mine or type(mine["value"]) is not type(theirs) or mine["value"] != theirs:
+            shown = "missing" if mine.get("missing") else repr(mine["value"]) if "value" in mine else f"a {mine['object']}"
             fail(
                 f"{where}: attribute `{name}` is {shown}, torch's is {theirs!r}. Code that uses "
                 f"torch's layer reads it; store it the way torch does."
             )
-    _compare_tensors("parameter", where, dict(student.named_parameters(recurse=False)), ref_params, parameter_advice)
-    _compare_tensors("buffer", where, dict(student.named_buffers(recurse=False)), ref_buffers, buffer_advice)
+    registered = layer.call("observe.tensors", values=True)
+    if not registered["is_module"]:
+        fail(f"{where}: your {what} is not an nn.Module.")
+    _compare_tensors("parameter", where, registered["parameters"], ref_params, parameter_advice)
+    _compare_tensors("buffer", where, registered["buffers"], ref_buffers, buffer_advice)
     for kind, names in (("parameter", ref_none_params), ("buffer", ref_none_buffers)):
+        found = layer.call("observe.attribute_infos", names)
         for name in names:
-            value = getattr(student, name, _MISSING)
-            if value is not None:
-                state = "is missing" if value is _MISSING else f"is a {type(value).__name__}"
-                fail(
-                    f"{where}: torch registers the {kind} `{name}` as None here, so code can test "
-                    f"`layer.{name} is None`; yours {state}. Use "
-                    f"self.register_{'parameter' if kind == 'parameter' else 'buffer'}('{name}', None)."
-                )
-    _compare_state_dicts(student, reference, where)
+            value = found[name]
+            if value is not None and value.get("type") == "NoneType":
+                continue
+            state = "is missing" if value is None else f"is a {value.get('type', 'Tensor')}"
+            fail(
+                f"{where}: torch registers the {kind} `{name}` as None here, so code can test "
+                f"`layer.{name} is None`; yours {state}. Use "
+                f"self.register_{'parameter' if kind == 'parameter' else 'buffer'}('{name}', None)."
+            )
+    _compare_state_dicts(layer, reference, where)
 
 
-def _compare_state_dicts(student: nn.Module, reference: nn.Module, where: str) -> None:
+def _compare_state_dicts(layer: Student, reference: nn.Module, where: str) -> None:
     __tracebackhide__ = True
-    mine, theirs = student.state_dict(), reference.state_dict()
+    reported = layer.call("observe.state_dict")
+    if "error" in reported:
+        fail(f"{where}: state_dict() raised {reported['error'].name}: {reported['error']}")
+    mine, theirs = reported["state"], reference.state_dict()
     if set(mine) != set(theirs):
         fail(f"{where}: state_dict keys are {sorted(mine)}, torch's are {sorted(theirs)}.")
     for key, value in theirs.items():
@@ -134,14 +143,14 @@ def _compare_state_dicts(student: nn.Module, reference: nn.Module, where: str) -
                 value.copy_(random_tensor(tuple(value.shape), 90 + i, 0.5, 1.5))
             else:
                 value.fill_(3)
-    try:
-        student.load_state_dict(reference.state_dict(), strict=True)
-    except Exception as error:  # noqa: BLE001
-        fail(f"{where}: load_state_dict(torch_layer.state_dict()) failed: {type(error).__name__}: {error}")
+    loaded = layer.call("observe.load_state_dict", dict(reference.state_dict()))
+    if "error" in loaded:
+        fail(f"{where}: load_state_dict(torch_layer.state_dict()) failed: {loaded['error'].name}: {loaded['error']}")
     for key, value in reference.state_dict().items():
-        if not torch.equal(student.state_dict()[key].cpu(), value.cpu()):
+        mine = loaded["state"].get(key)
+        if not isinstance(mine, torch.Tensor) or mine.shape != value.shape or not torch.equal(mine.cpu(), value.cpu()):
             fail(f"{where}: after load_state_dict, your `{key}` does not hold the loaded values.")
     try:
-        copy.deepcopy(reference).load_state_dict(student.state_dict(), strict=True)
+        copy.deepcopy(reference).load_state_dict(loaded["state"], strict=True)
     except Exception as error:  # noqa: BLE001
         fail(f"{where}: torch's layer cannot load your state_dict: {type(error).__name__}: {error}")

@@ -3,11 +3,15 @@
     .venv/bin/python benchmarks/grading.py [--assignment 02_batch_norm] [--repeat 3] [--students 4]
 
 * floor: nbclient executes a notebook whose only cell imports torch;
-* notebook: nbclient executes the assignment's solution notebook, hidden tests included;
-* recheck: the clean-process re-check of that notebook (autograder.isolation);
+* in-process: nbclient executes the assignment's solution notebook in an ordinary kernel, hidden
+  tests included and run in that kernel (how grading worked before the sandbox; it also paid a
+  clean-process re-check on top, which no longer exists);
+* sandboxed: the same notebook graded as `autograder.grade` grades it: the kernel in the
+  bubblewrap sandbox, every test cell judged in this process over the socket
+  (autograder.grading.execute), hidden tests included;
 * visible: one visible test cell's checks, in-process, as a student runs them on CPU;
-* autograde: `nbgrader autograde` of N copies of the solution, per submission, and nbgrader's
-  own start-up (`nbgrader --version`) for comparison.
+* autograde: `nbgrader autograde` of N copies of the solution with the course's configuration
+  (sandboxed), per submission, and nbgrader's own start-up (`nbgrader --version`) for comparison.
 """
 from __future__ import annotations
 
@@ -39,6 +43,10 @@ def execute(nb: nbformat.NotebookNode, cwd: Path) -> None:
     NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(cwd)}}).execute()
 
 
+def assert_full_marks(verdicts: list) -> None:
+    assert all(v is None for v in verdicts), verdicts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--assignment", default="02_batch_norm")
@@ -49,23 +57,22 @@ def main() -> None:
 
     import torch
 
-    from autograder.isolation import recheck
-    from course import is_test_cell, load_namespace, solution_code, source_notebook, tool_env
+    from course import grade_notebook, is_test_cell, load_namespace, solution_code, source_notebook, tool_env
 
     torch.set_num_threads(1)
     work = Path(tempfile.mkdtemp(prefix="grading-bench-"))
     floor_nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import torch")])
     solution_nb = source_notebook(assignment)
-    cells = [(i, "test" if is_test_cell(c) else "code", c.source) for i, c in enumerate(solution_nb.cells) if c.cell_type == "code"]
     tests = [c.source for c in solution_nb.cells if is_test_cell(c)]
     namespace = load_namespace(assignment, solution_code(assignment))
     visible = [src.split("### BEGIN HIDDEN TESTS")[0] for src in tests]
 
-    rows: dict[str, list[float]] = {"floor": [], "notebook": [], "recheck": [], "visible": []}
+    rows: dict[str, list[float]] = {"floor": [], "notebook": [], "sandboxed": [], "visible": []}
+    code = solution_code(assignment)
     for _ in range(args.repeat):  # interleaved, so machine noise hits every row alike
         rows["floor"].append(timed(lambda: execute(nbformat.from_dict(floor_nb), work)))
         rows["notebook"].append(timed(lambda: execute(nbformat.from_dict(solution_nb), work)))
-        rows["recheck"].append(timed(lambda: recheck(cells, str(work), 600)))
+        rows["sandboxed"].append(timed(lambda: assert_full_marks(grade_notebook(assignment, code, str(work)))))
         with contextlib.redirect_stdout(io.StringIO()):
             rows["visible"].append(max(timed(lambda: exec(src, dict(namespace))) for src in visible))
     median = {k: statistics.median(v) for k, v in rows.items()}
@@ -87,8 +94,9 @@ def main() -> None:
     print(f"median of {args.repeat} interleaved runs, {torch.get_num_threads()} torch thread(s):")
     print(f"  floor (notebook that imports torch)        {median['floor']:6.2f} s")
     print(f"  {assignment} solution, hidden tests   {median['notebook']:6.2f} s   "
-          f"= floor + {median['notebook'] - median['floor']:.2f} s  (ratio {median['notebook'] / median['floor']:.2f})")
-    print(f"  clean-process re-check of that notebook     {median['recheck']:6.2f} s")
+          f"= floor + {median['notebook'] - median['floor']:.2f} s  (ratio {median['notebook'] / median['floor']:.2f})  in-process")
+    print(f"  the same, sandboxed, verdicts remote        {median['sandboxed']:6.2f} s   "
+          f"= in-process + {median['sandboxed'] - median['notebook']:.2f} s  (ratio {median['sandboxed'] / median['notebook']:.2f})")
     print(f"  slowest visible test cell (in-process)      {median['visible']:6.3f} s")
     print(f"nbgrader autograde, {args.students} submissions: {total:.1f} s in all, nbgrader start-up {startup:.1f} s, "
           f"{(total - startup) / args.students:.2f} s per submission "

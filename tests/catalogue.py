@@ -3,15 +3,16 @@
 A catalogue (``tests/submissions/<topic>/``) holds whole answers as a student would write them:
 ``correct_*`` pass every graded part, each ``bug_*`` fails exactly the parts it breaks with the
 phrase that names its misconception (partial credit for the rest), and each ``cheat_*`` earns
-nothing for the parts it cheats on when graded the way nbgrader grades it, in the clean re-check.
+nothing for the parts it cheats on when graded the way ``autograder.grade`` grades it: in the
+sandboxed kernel, with every test cell judged in the grader.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from course import is_solution_cell, load_namespace, recheck_notebook, release_notebook, run_parts, solution_code, submission_files
+from course import is_solution_cell, load_namespace, grade_notebook, release_notebook, run_parts, solution_code, submission_files
 
-CHEAT_PHRASES = ("earns no points", "the notebook replaced")
+CHEAT_PHRASES = ("earns no points", "has replaced")
 
 
 @dataclass
@@ -50,7 +51,7 @@ class Catalogue:
                 assert got[part] is None, f"{part} should pass (partial credit): {got[part]}"
 
     def assert_cheat(self, name: str, path: str) -> None:
-        verdicts = dict(zip(self.parts, recheck_notebook(self.assignment, self._code("cheat", name), path)))
+        verdicts = dict(zip(self.parts, grade_notebook(self.assignment, self._code("cheat", name), path)))
         assert len(verdicts) == len(self.parts), verdicts
         for part, verdict in verdicts.items():
             phrase = self.cheats[name].get(part)

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grade import tool_env  # noqa: F401 - the tests' subprocess environment
+from autograder.grading.grade import tool_env  # noqa: F401 - the tests' subprocess environment
 
 REPO = Path(__file__).resolve().parents[1]
 SUBMISSIONS = REPO / "tests" / "submissions"
@@ -116,12 +116,28 @@ def run_parts(namespace: dict, parts: dict, full: bool = True) -> dict[str, str 
     return results
 
 
-def recheck_notebook(assignment: str, code: str, path: str, extra_cells=()) -> list[str | None]:
-    """Grade ``code`` the way nbgrader does, in the clean re-check process: one verdict per
-    test cell (None = passed; 'missing: ...' when the process never got there)."""
-    from autograder.isolation import recheck
+def grade_notebook(assignment: str, code: str, path: str, extra_cells=(), timeout: int = 120) -> list[str | None]:
+    """Grade ``code`` the way ``autograder.grade`` does: the notebook's cells in the sandboxed
+    kernel, each test cell (hidden tests included) judged in this process. One verdict per test
+    cell: None = passed, else the message the cell shows."""
+    from autograder.grading.execute import SandboxedExecute
 
     nb = notebook_with_code(assignment, code, list(extra_cells))
-    cells = [(i, "test" if is_test_cell(c) else "code", c.source) for i, c in enumerate(nb.cells) if c.cell_type == "code"]
-    verdicts, problem = recheck(cells, path, timeout=120)
-    return [verdicts.get(i, f"missing: {problem}") for i, kind, _ in cells if kind == "test"]
+    sources = {nbgrader_meta(c)["grade_id"]: c.source for c in source_notebook(assignment).cells if is_test_cell(c)}
+    for cell in nb.cells:  # as nbgrader's OverwriteCells restores them
+        if is_test_cell(cell) and nbgrader_meta(cell).get("grade_id") in sources:
+            cell.source = sources[nbgrader_meta(cell)["grade_id"]]
+
+    class FromSource(SandboxedExecute):
+        def trusted_cells(self, nb, resources):
+            return {i: c.source for i, c in enumerate(nb.cells)
+                    if is_test_cell(c) and sources.get(nbgrader_meta(c).get("grade_id")) == c.source}
+
+    executor = FromSource(timeout=timeout, interrupt_on_timeout=True, kernel_name="python3")
+    graded, _ = executor.preprocess(nb, {"metadata": {"path": path}, "nbgrader": {"student": "test"}})
+    verdicts = []
+    for cell in graded.cells:
+        if is_test_cell(cell):
+            errors = [o for o in cell.outputs if o.get("output_type") == "error"]
+            verdicts.append(errors[-1]["evalue"] if errors else None)
+    return verdicts

@@ -63,10 +63,11 @@ def batch_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
         "no_input_check": (notebook_with_code(a, catalogue(a, "bug_no_input_check")), [2, 3, 3, 0]),
         # Right statistics, torch's own batch norm in the modules.
         "subclass_cheat": (notebook_with_code(a, catalogue(a, "cheat_subclass_torch")), [2, 0, 0, 0]),
-        # A bug plus a cell that disables the grader in the kernel: the clean re-check notices
-        # the tampering, and nothing after it is credited.
+        # A bug plus a cell that disables the grader in the kernel: the grader's side of the
+        # conversation is gone with it, nothing can be checked, and nothing is credited.
         "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
-        # Correct code that rebinds torch.allclose: nothing is credited after the rebinding.
+        # Correct code that rebinds torch.allclose: the verdicts do not depend on it, but tampering
+        # with torch earns nothing.
         "allclose_rebound": (notebook_with_code(a, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"), [0, 0, 0, 0]),
         # A notebook that calls sys.exit() in a cell of its own still gets graded.
         "sys_exit": (notebook_with_code(a, solution, ["import sys\nsys.exit(0)"]), [2, 3, 3, 2]),
@@ -165,10 +166,47 @@ def misbehaving_class() -> dict[str, tuple[nbformat.NotebookNode, list[float] | 
     return {name: (notebook_with_code(a, solution, [cell]), MISBEHAVING_EXPECTED[name]) for name, cell in MISBEHAVING_CELLS.items()}
 
 
+HOSTILE = SUBMISSIONS / "hostile"
+# Expected points of each hostile notebook (tests/submissions/hostile/README.md). All but one
+# answer with the unsolved release, so every point would be undeserved.
+HOSTILE_EXPECTED = {
+    "reads_course": [0, 0, 0, 0],
+    "writes_grades": [0, 0, 0, 0],
+    "disables_checks": [0, 0, 0, 0],
+    "forges_reports": [0, 0, 0, 0],
+    "lying_tensors": [0, 0, 0, 0],
+    "symlinks": [0, 0, 0, 0],
+    # The correct solution: attacking the machine must cost nothing but must harm no one either.
+    "signals_and_daemons": [2, 3, 3, 2],
+    # torch's own batch norm in a thread: the forward hides from the recorder, the backward
+    # (run by autograd on the checking thread) does not; the report also lists it for review.
+    "hidden_torch_norm": [0, 0, 0, 0],
+}
+HOSTILE_ANSWERS = {"signals_and_daemons": "solution"}
+# Links the demo class puts into a submission folder: name -> target (relative to the course).
+HOSTILE_LINKS = {"symlinks": {"course_solution.ipynb": "solutions/02_batch_norm/02_batch_norm.ipynb", "zero": "/dev/zero"}}
+
+
+def stub_code(assignment: str) -> str:
+    """The unsolved answer cells of the release, joined."""
+    return "\n\n".join(c.source for c in release(assignment).cells if c.metadata.get("nbgrader", {}).get("solution"))
+
+
+def hostile_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "02_batch_norm"
+    answers = {"solution": solution_code(a)}
+    return {
+        name: (notebook_with_code(a, answers.get(HOSTILE_ANSWERS.get(name), stub_code(a)),
+                                  [(HOSTILE / f"{name}.py").read_text()]), expected)
+        for name, expected in HOSTILE_EXPECTED.items()
+    }
+
+
 def demo_class() -> dict[str, dict[str, tuple[nbformat.NotebookNode, list[float] | None]]]:
     """assignment -> student -> (notebook, expected points per test cell, or NOT_GRADED)."""
     classes = {assignment: CLASSES[assignment]() for assignment in ASSIGNMENTS}
     classes["02_batch_norm"].update(misbehaving_class())
+    classes["02_batch_norm"].update(hostile_class())
     return classes
 
 
@@ -188,6 +226,8 @@ def build_course(root: Path) -> dict:
             folder = root / "submitted" / student / assignment
             folder.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, folder / f"{assignment}.ipynb")
+            for link, target in HOSTILE_LINKS.get(student, {}).items():
+                (folder / link).symlink_to(target if target.startswith("/") else root / target)
     return classes
 
 

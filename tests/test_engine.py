@@ -8,6 +8,7 @@ from torch import nn
 from autograder import forbidden, integrity
 from autograder.messages import CheckFailed
 from autograder.numerics import discrepancy
+from autograder.side import student
 
 
 def test_float64_must_match_to_1e9_of_scale():
@@ -65,10 +66,10 @@ def test_subclassing_or_holding_a_torch_norm_is_refused():
             self.inner = nn.GroupNorm(1, 3)
 
     with pytest.raises(CheckFailed, match="inherits from torch"):
-        forbidden.check_not_torch_norm_class(Sub, "BatchNorm2d")
+        forbidden.check_class(student(Sub, "BatchNorm2d"), "BatchNorm2d")
     with pytest.raises(CheckFailed, match="contains torch's own `GroupNorm`"):
-        forbidden.check_no_torch_norm_submodule(Holder(), "BatchNorm2d")
-    forbidden.check_not_torch_norm_class(nn.Linear, "Linear")  # an ordinary module is fine
+        forbidden.check_no_torch_norm_submodule(student(Holder(), "BatchNorm2d"), "BatchNorm2d")
+    forbidden.check_class(student(nn.Linear, "Linear"), "Linear")  # an ordinary module is fine
 
 
 def test_rebinding_a_watched_function_is_noticed_and_restored():

@@ -12,6 +12,7 @@ import torch
 from autograder import layer_norm as checks
 from autograder import siglip_reference
 from catalogue import Catalogue, no_points, tampering
+from course import load_namespace, run_parts
 
 ASSIGNMENT = "03_layer_norm"
 PARTS = {
@@ -85,3 +86,32 @@ def test_stored_siglip_reference_matches_transformers():
         assert stored[name]["weights"].keys() == fresh[name]["weights"].keys()
         for key, value in fresh[name]["weights"].items():
             assert torch.equal(stored[name]["weights"][key], value), key
+
+
+# A forward that never computes: it looks up the package's stored output for pixel values of
+# the same shape (the stored file ships with the grader, so the student's process can read it).
+REPLAY_STORED_OUTPUT = '''
+from autograder import siglip_reference as _stored_reference
+
+
+def _replay_stored_output(self, pixel_values):
+    for entry in torch.load(_stored_reference.DATA_FILE, weights_only=True).values():
+        if tuple(entry["pixel_values"].shape) == tuple(pixel_values.shape):
+            return entry["last_hidden_state"].to(pixel_values.device)
+    raise RuntimeError("no stored output for these pixel values")
+
+
+SiglipVisionTransformer.forward = _replay_stored_output
+'''
+
+
+def test_forward_replaying_the_stored_output_fails_the_hidden_check():
+    """The hidden check also compares with Hugging Face's outputs on pixel values drawn at check
+    time, so returning the packaged ``last_hidden_state`` earns nothing there."""
+    code = CATALOGUE.correct()["notebook_solution"] + "\n\n" + REPLAY_STORED_OUTPUT
+    siglip = {"siglip": PARTS["siglip"]}
+    namespace = load_namespace(ASSIGNMENT, code)
+    assert run_parts(namespace, siglip, full=False) == {"siglip": None}  # the stored case alone is fooled
+    message = run_parts(namespace, siglip, full=True)["siglip"]
+    assert message is not None and checks.FRESH_PIXELS in message, message
+    assert "differs from SiglipVisionModel's" in message, message

@@ -2,14 +2,17 @@
 
 generate_assignment must reproduce the committed release; ``python -m autograder.grade`` must
 give the solution full marks, the stub zero, bugs partial credit, cheats nothing for the parts
-they cheat on, and grade everyone else when some notebooks hang, kill their kernel or flood
-their output; it must list the submissions that need attention and why. Feedback must show the
-checks' messages and no hidden test source; export must list the grades. Scores are read from
-the gradebook.
+they cheat on, and grade everyone else when some notebooks hang, kill their kernel, flood their
+output or attack the grader (tests/submissions/hostile); it must list the submissions that need
+attention and why, leave the course byte-identical and no process behind. Feedback must show the
+checks' messages and no solution or hidden test; export must list the grades. Scores are read
+from the gradebook.
 """
 from __future__ import annotations
 
 import csv
+import hashlib
+import os
 import subprocess
 import sys
 import time
@@ -20,7 +23,7 @@ import pytest
 from nbgrader.api import Gradebook
 
 from course import ASSIGNMENTS, REPO, tool_env
-from demo_class import CLASSES, NOT_GRADED, TEST_CELLS, build_course
+from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, build_course
 from leaks import html_text, leaked
 
 pytestmark = pytest.mark.slow
@@ -38,6 +41,35 @@ def grade(course: Path, assignment: str) -> subprocess.CompletedProcess:
     return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=3600, env=tool_env())
 
 
+def fingerprint(root: Path) -> dict[str, str]:
+    """Every file of the course a grading run must not change (links by their target), and the
+    grader's own package."""
+    found = {}
+    places = [root / "solutions", root / "exercises", root / "submitted", root / "nbgrader_config.py", REPO / "autograder"]
+    for place in places:
+        for path in [place] if place.is_file() else sorted(place.rglob("*")):
+            if "__pycache__" in path.parts:
+                continue
+            if path.is_symlink():
+                found[str(path)] = "link:" + os.readlink(path)
+            elif path.is_file():
+                found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+def grading_processes() -> list[str]:
+    """Processes a grading run may have left: sandboxes, kernels, the hostile daemons."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if "normlayers-student" in command or "daemon-was-here" in command or "sleep 86400" in command:
+            left.append(f"{pid}: {command[:150]}")
+    return left
+
+
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("course")
@@ -45,7 +77,13 @@ def course(tmp_path_factory) -> tuple[Path, dict]:
 
 
 @pytest.fixture(scope="module")
-def graded(course) -> dict[str, subprocess.CompletedProcess]:
+def untouched(course) -> dict[str, str]:
+    """The course's fingerprint before anything is graded."""
+    return fingerprint(course[0])
+
+
+@pytest.fixture(scope="module")
+def graded(course, untouched) -> dict[str, subprocess.CompletedProcess]:
     root, classes = course
     runs = {}
     for assignment, students in classes.items():
@@ -96,15 +134,52 @@ def test_every_student_scores_as_expected(course, graded, assignment):
         assert f"{student}: NOT GRADED:" in graded[assignment].stdout
 
 
+def report_of(run: subprocess.CompletedProcess, student: str) -> str:
+    """The report's lines about one student (its line and its notes)."""
+    lines = run.stdout.split("need attention:", 1)[1].splitlines()
+    start = next(i for i, line in enumerate(lines) if line.strip().startswith(f"{student}:"))
+    block = [lines[start]]
+    for line in lines[start + 1:]:
+        if not line.startswith("      - "):
+            break
+        block.append(line)
+    return "\n".join(block)
+
+
 def test_the_report_says_why_submissions_need_attention(graded):
-    report = graded["02_batch_norm"].stdout.split("need attention:", 1)[1]
+    run = graded["02_batch_norm"]
+    report = run.stdout.split("need attention:", 1)[1]
     assert "ignores_interrupts: NOT GRADED:" in report and "kills_kernel: NOT GRADED:" in report
     assert "kernel died" in report
     assert "test cell test_running_statistics was edited" in report
     assert "test cell test_module_contract was deleted" in report
-    assert "tampering with torch, numpy or autograder detected" in report  # grader_disabled, allclose_rebound
-    assert "uses torch's own normalization" in report  # subclass_cheat
+    assert "tampering with torch, numpy or autograder detected" in report_of(run, "allclose_rebound")
+    assert "could not be checked" in report_of(run, "grader_disabled")
+    assert "uses torch's own normalization" in report_of(run, "subclass_cheat")
     assert "welford:" not in report and "eps_outside_sqrt:" not in report  # honest work is not listed
+    assert "solution: NOT GRADED" not in report  # the fake log lines of signals_and_daemons blame no one
+
+
+def test_routes_around_the_recorder_are_listed_for_review(graded):
+    run = graded["02_batch_norm"]
+    assert "needs review" in report_of(run, "hidden_torch_norm") and "threads" in report_of(run, "hidden_torch_norm")
+    assert "the grader's own modules" in report_of(run, "forges_reports")
+    assert "needs review" in report_of(run, "disables_checks")
+
+
+def test_hostile_notebooks_leave_the_course_and_the_machine_untouched(course, graded, untouched):
+    root, _ = course
+    assert fingerprint(root) == untouched
+    assert grading_processes() == []
+    assert not Path("/tmp/owned").exists() and not Path("/tmp/daemon-was-here").exists()
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gradebook:
+        for student in HOSTILE_EXPECTED:
+            notebook = gradebook.find_submission_notebook("02_batch_norm", "02_batch_norm", student)
+            assert all(g.manual_score is None and not g.extra_credit for g in notebook.grades), student
+    # The autograded folders hold the notebooks nbgrader wrote, nothing the sandbox made.
+    for student in HOSTILE_EXPECTED:
+        folder = root / "autograded" / student / "02_batch_norm"
+        assert sorted(p.name for p in folder.iterdir()) == ["02_batch_norm.ipynb"], student
 
 
 def test_grading_again_gives_the_same_scores(course, graded):
@@ -116,14 +191,20 @@ def test_grading_again_gives_the_same_scores(course, graded):
     assert scores(root, assignment) == before
 
 
-def test_rechecked_cells_say_why_they_lost_their_points(course, graded):
-    root, _ = course
-    path = root / "autograded" / "grader_disabled" / "02_batch_norm" / "02_batch_norm.ipynb"
-    nb = nbformat.read(path, as_version=4)
-    cell = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_running_statistics")
+def cell_error(root: Path, student: str, grade_id: str):
+    path = root / "autograded" / student / "02_batch_norm" / "02_batch_norm.ipynb"
+    cell = next(c for c in nbformat.read(path, as_version=4).cells if c.metadata.get("nbgrader", {}).get("grade_id") == grade_id)
     errors = [o for o in cell.outputs if o.output_type == "error"]
-    assert errors and errors[-1].ename == "RecheckFailed"
-    assert "the notebook replaced autograder." in errors[-1].evalue
+    assert errors, (student, grade_id)
+    return errors[-1]
+
+
+def test_tampered_cells_say_why_they_lost_their_points(course, graded):
+    root, _ = course
+    error = cell_error(root, "allclose_rebound", "test_running_statistics")
+    assert error.ename == "CheckFailed" and "The notebook has replaced torch.allclose" in error.evalue
+    error = cell_error(root, "grader_disabled", "test_running_statistics")
+    assert error.ename == "StudentCodeFailed" and "could not be checked" in error.evalue
 
 
 FEEDBACK_PHRASES = {
@@ -148,7 +229,9 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
         # their tracebacks, which show only the student's code).
         assert "autograder/" not in text and "check_untampered" not in text, student
     if "grader_disabled" in pages:
-        assert "RecheckFailed" in pages["grader_disabled"]
+        assert "could not be checked" in pages["grader_disabled"]
+    for student in set(HOSTILE_EXPECTED) & set(pages):  # whatever they printed, no secret is in it
+        assert leaked(pages[student]) == [], student
     student, phrase = FEEDBACK_PHRASES[assignment]
     assert phrase in pages[student]
 

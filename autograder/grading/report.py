@@ -15,8 +15,12 @@ from pathlib import Path
 
 import nbformat
 
-TAMPERING_MARKERS = ("RecheckFailed", "The notebook has replaced")
+from autograder.grading.scan import scan_notebook
+
+TAMPERING_MARKERS = ("The notebook has replaced",)
 FORBIDDEN_MARKER = "This part earns no points"
+UNCHECKABLE_MARKER = "StudentCodeFailed"
+UNSANDBOXED = "[UNSANDBOXED]"
 
 
 @dataclass
@@ -26,16 +30,18 @@ class Outcome:
     max_score: float
     reason: str | None = None  # why it was not graded
     notes: list[str] = field(default_factory=list)  # why it needs attention although graded
+    sandboxed: bool = True
 
     @property
     def needs_attention(self) -> bool:
         return self.score is None or bool(self.notes)
 
     def line(self) -> str:
+        label = "" if self.sandboxed else f"{UNSANDBOXED} "
         if self.score is None:
-            return f"{self.student}: NOT GRADED: {self.reason}"
+            return f"{label}{self.student}: NOT GRADED: {self.reason}"
         flag = "  (needs attention)" if self.notes else ""
-        return f"{self.student}: {self.score:g}/{self.max_score:g}{flag}"
+        return f"{label}{self.student}: {self.score:g}/{self.max_score:g}{flag}"
 
 
 def _gradebook(course: Path):
@@ -87,12 +93,41 @@ def _without_hidden_tests(source: str) -> str:
     return re.sub(r"\n?[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*", "", source, flags=re.S)
 
 
+def _given_sources(gb, assignment: str, notebook: str) -> set[str] | None:
+    """The stripped sources of the release's locked cells (set-up, given code, test cells as
+    released), from the gradebook: what the student did not write, whatever the metadata says."""
+    from nbgrader.api import MissingEntry
+
+    try:
+        cells = gb.find_notebook(notebook, assignment).source_cells
+    except MissingEntry:
+        return None
+    return {_without_hidden_tests(c.source).strip() for c in cells if c.locked and c.cell_type == "code"}
+
+
+def _extra_files(folder: Path, notebooks: set[str]) -> list[str]:
+    """Files beside the notebooks: they never reach the sandbox, but a helper module there is worth a look."""
+    extra = []
+    for path in sorted(folder.rglob("*")) if folder.is_dir() and not folder.is_symlink() else []:
+        name = path.relative_to(folder)
+        if path.is_dir() and not path.is_symlink() or str(name) == "timestamp.txt":
+            continue
+        if path.suffix == ".ipynb" and path.stem in notebooks and len(name.parts) == 1:
+            continue
+        kind = "a link" if path.is_symlink() else "a file"
+        extra.append(f"needs review: {kind} in the submission besides the notebook: {name} (not given to the kernel)")
+    return extra
+
+
 def _verdicts(autograded: Path) -> list[str]:
     notes = []
     for path in sorted(autograded.glob("*.ipynb")):
         nb = nbformat.read(path, as_version=4)
         for cell in nb.cells:
-            grade_id = _nbgrader_meta(cell).get("grade_id", "?")
+            meta = _nbgrader_meta(cell)
+            if cell.get("cell_type") != "code" or not meta.get("grade") or meta.get("solution"):
+                continue  # only test cells carry the grader's verdicts; other outputs are the student's
+            grade_id = meta.get("grade_id", "?")
             text = "\n".join(
                 str(o.get("evalue", "")) + str(o.get("ename", "")) for o in cell.get("outputs", []) if o.get("output_type") == "error"
             )
@@ -100,28 +135,40 @@ def _verdicts(autograded: Path) -> list[str]:
                 notes.append(f"{grade_id}: tampering with torch, numpy or autograder detected; no points")
             elif FORBIDDEN_MARKER in text:
                 notes.append(f"{grade_id}: uses torch's own normalization; no points")
+            elif UNCHECKABLE_MARKER in text:
+                notes.append(f"{grade_id}: the notebook's process could not be checked (it stopped answering "
+                             "or broke the grader's side); no points")
     return notes
 
 
-def inspect_submission(course: Path, assignment: str, student: str, reason: str | None = None) -> Outcome:
+def inspect_submission(course: Path, assignment: str, student: str, reason: str | None = None,
+                       sandboxed: bool = True) -> Outcome:
     from nbgrader.api import MissingEntry
 
     with _gradebook(course) as gb:
         maximum = gb.find_assignment(assignment).max_score
         notes = []
-        for notebook in sorted((course / "submitted" / student / assignment).glob("*.ipynb")):
-            notes += _compare_with_release(notebook, gb, assignment)
+        folder = course / "submitted" / student / assignment
+        notebooks = {nb.name for nb in gb.find_assignment(assignment).notebooks}
+        for notebook in sorted(folder.glob("*.ipynb")):
+            if notebook.is_file() and not notebook.is_symlink() and notebook.stat().st_size < 64 << 20:
+                notes += _compare_with_release(notebook, gb, assignment)
+                notes += [f"needs review: {f.describe()}" for f in scan_notebook(notebook, _given_sources(gb, assignment, notebook.stem))]
+        notes += _extra_files(folder, notebooks)
         if reason is not None:
-            return Outcome(student, None, maximum, reason, notes)
+            return Outcome(student, None, maximum, reason, notes, sandboxed)
         try:
             score = gb.find_submission(assignment, student).score
         except MissingEntry:
-            return Outcome(student, None, maximum, "no grade in the gradebook", notes)
+            return Outcome(student, None, maximum, "no grade in the gradebook", notes, sandboxed)
     notes += _verdicts(course / "autograded" / student / assignment)
-    return Outcome(student, score, maximum, None, notes)
+    return Outcome(student, score, maximum, None, notes, sandboxed)
 
 
 def print_report(outcomes: list[Outcome], out=sys.stdout) -> None:
+    if any(not o.sandboxed for o in outcomes):
+        print(f"\n{UNSANDBOXED} These submissions ran WITHOUT the sandbox (--unsafe-no-sandbox): their code "
+              "could read and change the course, its gradebook and other submissions.", file=out)
     graded = [o for o in outcomes if o.score is not None]
     print(f"\nGraded {len(graded)} of {len(outcomes)} submissions.", file=out)
     if graded:

@@ -1,0 +1,207 @@
+"""nbgrader's ``Execute`` with the kernel in a sandbox and the test cells in the grader.
+
+For every notebook it grades, :class:`SandboxedExecute`
+
+1. makes a private scratch folder (on a tmpfs where there is one, so the sandbox's memory limit
+   counts what it writes there) holding the notebook and the release's data files, and starts
+   the kernel in the sandbox there (:mod:`autograder.grading.kernel`);
+2. runs the student's cells (and the locked set-up cells) in that kernel, as nbgrader would;
+3. runs each test cell whose source is the gradebook's, hidden tests included, in this process
+   (:mod:`autograder.grading.testcell`): it asks the kernel to serve the student's objects on a
+   Unix socket in the scratch folder (:func:`autograder.sandbox.agent.serve`), drives them from
+   here, and writes the cell's outputs (a printed line, or the check's message) itself;
+4. shuts the kernel down (the sandbox and everything in it end) and deletes the scratch folder.
+
+A test cell's points therefore depend only on what this process computed.  A cell that merely
+looks like a test cell (its id or source not in the gradebook) is the student's code and runs in
+the kernel like any other.  A status file outside every sandbox names the submission being
+graded (``SandboxedExecute.status_file``, set by :mod:`autograder.grading.grade` for its time
+limit); the student cannot write it.
+"""
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import nbformat
+from nbgrader import utils
+from nbgrader.api import Gradebook, MissingEntry
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer, Unicode
+
+from autograder.grading import testcell
+from autograder.grading.kernel import SandboxedKernelManager
+from autograder.grading.sandbox import Sandbox, check_available, scratch_root
+from autograder.side import RemoteSide
+
+STATUS_FILE = Path(".grading") / "current"
+
+
+def _agent_code(path: str) -> str:
+    return f"__import__('autograder.sandbox.agent', fromlist=['serve']).serve({path!r}, globals())"
+
+
+def trusted_test_cells(nb, resources) -> dict[int, str]:
+    """Index -> source of every test cell whose grade id and source are the gradebook's."""
+    info = resources.get("nbgrader", {})
+    found = {}
+    with Gradebook(info["db_url"]) as gradebook:
+        for index, cell in enumerate(nb.cells):
+            if cell.cell_type != "code" or not utils.is_grade(cell) or utils.is_solution(cell):
+                continue
+            grade_id = cell.metadata.get("nbgrader", {}).get("grade_id")
+            try:
+                source = gradebook.find_source_cell(grade_id, info["notebook"], info["assignment"]).source
+            except MissingEntry:
+                continue
+            if source == cell.source:
+                found[index] = source
+    return found
+
+
+def copy_regular_files(source: Path, target: Path) -> None:
+    """Copy the submission's regular files (links and special files are left out)."""
+    if source.is_symlink() or not source.is_dir():
+        return
+    for path in sorted(source.rglob("*")):
+        relative = path.relative_to(source)
+        if path.is_symlink() or any(p.is_symlink() for p in list(path.parents)[: len(relative.parts) - 1]):
+            continue
+        if path.is_dir():
+            (target / relative).mkdir(parents=True, exist_ok=True)
+        elif path.is_file():
+            (target / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, target / relative)
+
+
+class SandboxedExecute(Execute):
+    """``Execute`` in the sandbox; test cells judged here.  Configure as ``SandboxedExecute.*``."""
+
+    sandboxed = Bool(True, help="Run the kernel in the bubblewrap sandbox (never switch off for real grading).").tag(config=True)
+    memory_mb = Integer(4096, help="Address space per sandboxed process in MB; 0 for none (GPU machines).").tag(config=True)
+    gpu = Bool(False, help="Pass the NVIDIA device nodes into the sandbox.").tag(config=True)
+    processes = Integer(256, help="Processes and threads a student's sandbox may hold.").tag(config=True)
+    status_file = Unicode("", help="A file to write the student being graded into (for a watcher's time limit).").tag(config=True)
+    release_dir = Unicode("", help="The assignment's release folder: its data files (not notebooks) are "
+                                   "copied into each student's scratch folder.").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def _sandbox(self) -> Sandbox:
+        cpu = int(max(60, (self.timeout or 120) * 10))
+        return Sandbox(memory_mb=self.memory_mb, cpu_seconds=cpu, processes=self.processes, gpu=self.gpu)
+
+    def trusted_cells(self, nb, resources) -> dict[int, str]:
+        """The test cells to run here, by index: those the gradebook knows, unchanged."""
+        return trusted_test_cells(nb, resources)
+
+    def preprocess(self, nb, resources=None, km=None):
+        resources = resources or {}
+        self._trusted = self.trusted_cells(nb, resources)
+        self._mark_current(resources)
+        path = Path(resources.get("metadata", {}).get("path") or os.getcwd())
+        self._scratch = Path(tempfile.mkdtemp(prefix="normlayers-student-", dir=scratch_root() if self.sandboxed else None))
+        workdir = self._scratch / "work"
+        workdir.mkdir()
+        self._fill_workdir(path, workdir, resources)
+        try:
+            if self.sandboxed:
+                check_available(self._sandbox())
+            self._workdir = workdir
+            resources.setdefault("metadata", {})["path"] = str(workdir)
+            return super().preprocess(nb, resources)  # nbclient owns the kernel: it shuts it down
+        finally:
+            resources.setdefault("metadata", {})["path"] = str(path)
+            shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def _fill_workdir(self, path: Path, workdir: Path, resources) -> None:
+        """The graded notebook as submitted and the release's data files, nothing else: a helper
+        module the student put beside the notebook does not reach the kernel (the report lists it)."""
+        notebook = path / f"{resources.get('nbgrader', {}).get('notebook', '')}.ipynb"
+        if notebook.is_file() and not notebook.is_symlink():
+            shutil.copyfile(notebook, workdir / notebook.name)
+        if self.release_dir:
+            release = Path(self.release_dir)
+            copy_regular_files(release, workdir)
+            for copied in workdir.rglob("*.ipynb"):
+                if copied.name != notebook.name:
+                    copied.unlink()
+
+    def create_kernel_manager(self):
+        km = super().create_kernel_manager()
+        if self.sandboxed:
+            km.prepare(self._sandbox(), self._scratch, self._workdir)
+        return km
+
+    def _mark_current(self, resources) -> None:
+        if not self.status_file:
+            return
+        status = Path(self.status_file)
+        status.parent.mkdir(parents=True, exist_ok=True)
+        status.write_text(f"{resources.get('nbgrader', {}).get('student', '')}\n{time.time()}\n")
+
+    def preprocess_cell(self, cell, resources, index):
+        if index not in self._trusted:
+            return super().preprocess_cell(cell, resources, index)
+        cell.outputs = self._judge(self._trusted[index], resources, index)
+        cell.execution_count = None
+        self.nb.cells[index] = cell  # nbclient put the serving cell in its place
+        return cell, self.resources
+
+    def _judge(self, source: str, resources, index: int) -> list:
+        """Serve the student's objects from the kernel while the test cell runs here."""
+        path = self._scratch / f"agent-{secrets.token_hex(8)}.sock"
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        # The sandbox's user maps to this process's user, so it may connect without a chmod (a
+        # chmod by path here could be raced onto a link the sandbox puts in its place).
+        listener.bind(str(path))
+        listener.listen(1)
+        listener.settimeout(self.timeout or 120)
+        outcome: dict = {}
+
+        def drive() -> None:
+            try:
+                connection, _ = listener.accept()
+            except OSError:
+                outcome["outputs"] = testcell.error_outputs(
+                    "the notebook's kernel did not start the grader's connection (is it still running?)")
+                return
+            outcome["connection"] = connection
+            try:
+                outcome["outputs"] = testcell.run(source, RemoteSide(connection, self.timeout or 120))
+            finally:
+                connection.close()
+
+        worker = threading.Thread(target=drive, daemon=True)
+        worker.start()
+        serving = nbformat.v4.new_code_cell(_agent_code(str(path)))
+        try:
+            self.execute_cell(serving, index, store_history=False)
+        finally:
+            # The kernel has stopped serving: a driver that never connected stops waiting now,
+            # one that did gets end-of-file at its next request.
+            if "connection" not in outcome:
+                _close(listener)
+            worker.join(self.timeout or 120)
+            _close(outcome.get("connection"))
+            _close(listener)
+            worker.join(5)
+        return outcome.get("outputs") or testcell.error_outputs("the check did not finish")
+
+
+def _close(sock: socket.socket | None) -> None:
+    if sock is None:
+        return
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass
+    sock.close()

@@ -1,0 +1,260 @@
+"""Drive the student's objects and report what they did, as plain data.
+
+Each function takes the student's objects (resolved from handles by the agent) and plain values,
+runs the student's code, and returns plain values: tensors, numbers, strings, lists and dicts,
+:class:`~autograder.wire.RemoteError` for an exception the student's code raised.  An object
+that is not plain data goes back as a handle the grader can pass to a later call.
+
+The grader's comparisons never run here; :mod:`autograder.engine` and the chapter modules
+compare what these functions report with torch's answers on the trusted side.
+"""
+from __future__ import annotations
+
+import contextlib
+import re
+
+import torch
+from torch import nn
+from torch.utils._python_dispatch import TorchDispatchMode
+
+from autograder.wire import RemoteError
+
+NORMALIZATION_OP = re.compile(r"(batch|layer|group|instance|rms)_norm")
+
+
+class OpRecorder(TorchDispatchMode):
+    """Records the names of the aten ops run while it is active (torch's own normalization
+    kernels among them: ``native_batch_norm``, ``cudnn_batch_norm``, ``native_layer_norm``...)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ops: set[str] = set()
+
+    @classmethod
+    def _should_skip_dynamo(cls) -> bool:
+        # torch would otherwise wrap __torch_dispatch__ with a dynamo guard whose first call
+        # imports torch._dynamo (~3 s) and rebinds torch.manual_seed.
+        return False
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.add(func.name())
+        return func(*args, **(kwargs or {}))
+
+    def normalization_ops(self) -> list[str]:
+        return sorted(op for op in self.ops if NORMALIZATION_OP.search(op))
+
+
+def _recording(record: bool):
+    return OpRecorder() if record else contextlib.nullcontext()
+
+
+def _ops(recorder) -> list[str]:
+    return recorder.normalization_ops() if isinstance(recorder, OpRecorder) else []
+
+
+def _plain_tensor(t: torch.Tensor) -> torch.Tensor:
+    return torch.Tensor.as_subclass(t, torch.Tensor).detach().clone()
+
+
+# --- classes and instances -------------------------------------------------------------------
+
+def class_info(cls) -> dict:
+    """What the grader needs to see whether ``cls`` is a module class and what it inherits."""
+    if not isinstance(cls, type):
+        return {"is_class": False, "type": type(cls).__name__, "mro": [], "is_module": False}
+    return {
+        "is_class": True,
+        "type": "type",
+        "mro": [[str(getattr(k, "__module__", "")), str(getattr(k, "__qualname__", ""))] for k in cls.__mro__],
+        "is_module": issubclass(cls, nn.Module),
+    }
+
+
+def construct(cls, args: tuple, kwargs: dict):
+    """``cls(*args, **kwargs)``: the new object (a handle for the grader), or the error it raised."""
+    try:
+        return cls(*args, **kwargs)
+    except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+        return RemoteError.of(error)
+
+
+def submodules(module) -> list:
+    """``[name, class module, class qualname]`` of every submodule, the module itself included."""
+    if not isinstance(module, nn.Module):
+        return []
+    return [[name, type(m).__module__, type(m).__qualname__] for name, m in module.named_modules()]
+
+
+def _tensor_info(t, value: bool = False) -> dict:
+    info = {"dtype": t.dtype, "device": t.device.type, "shape": tuple(t.shape), "requires_grad": bool(t.requires_grad),
+            "parameter": isinstance(t, nn.Parameter)}
+    if value:
+        info["value"] = _plain_tensor(t)
+    return info
+
+
+def tensors(module, values: bool = False) -> dict:
+    """Registered parameters and buffers (their dtype, device, shape, and with ``values`` their
+    values) and the names registered as None."""
+    if not isinstance(module, nn.Module):
+        return {"is_module": False}
+    return {
+        "is_module": True,
+        "parameters": {n: _tensor_info(p, values) for n, p in module._parameters.items() if p is not None},
+        "buffers": {n: _tensor_info(b, values) for n, b in module._buffers.items() if b is not None},
+        "none_parameters": [n for n, p in module._parameters.items() if p is None],
+        "none_buffers": [n for n, b in module._buffers.items() if b is None],
+    }
+
+
+def attribute_infos(obj, names: list) -> dict:
+    """For each name: ``None`` when missing, else its tensor info, or ``{"type": ...}``."""
+    found = {}
+    for name in names:
+        try:
+            value = getattr(obj, name)
+        except Exception:  # noqa: BLE001
+            found[name] = None
+            continue
+        found[name] = _tensor_info(value) if isinstance(value, torch.Tensor) else {"type": type(value).__name__}
+    return found
+
+
+def plain_attributes(obj, names: list) -> dict:
+    """Attribute values that are plain data (``eps``, ``normalized_shape``...); ``{"missing": True}``
+    when absent, ``{"object": type name}`` when not plain."""
+    found = {}
+    for name in names:
+        try:
+            value = getattr(obj, name)
+        except Exception:  # noqa: BLE001
+            found[name] = {"missing": True}
+            continue
+        found[name] = {"value": value} if _is_plain(value) else {"object": type(value).__name__}
+    return found
+
+
+def _is_plain(value, depth: int = 0) -> bool:
+    if depth > 5:
+        return False
+    if value is None or type(value) in (bool, int, float, str):
+        return True
+    if type(value) in (tuple, list):
+        return all(_is_plain(v, depth + 1) for v in value)
+    return False
+
+
+def load_state(module, state: dict, dtype) -> None:
+    """Copy the case's initial values (rounded to ``dtype``) into same-named tensors."""
+    with torch.no_grad():
+        for name, value in state.items():
+            target = getattr(module, name, None)
+            if isinstance(target, torch.Tensor) and target.shape == value.shape:
+                rounded = value.to(dtype) if value.is_floating_point() else value
+                target.copy_(rounded.to(target.device, target.dtype))
+
+
+# --- running a layer ---------------------------------------------------------------------------
+
+def upstream_gradient(output: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """The fixed, non-uniform gradient fed back through every output (rounded to ``dtype``)."""
+    g = torch.Generator().manual_seed(1234)
+    values = torch.randn(output.shape, generator=g, dtype=torch.float64).to(dtype)
+    return values.to(output.device, output.dtype)
+
+
+_MISSING = object()
+
+
+def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, buffer_names: list,
+              record: bool = False) -> dict:
+    """Run ``layer`` through ``steps`` (dicts: mode 'train'/'eval', input x, no_grad) and record,
+    after each, its error or output, the input and parameter gradients, and every buffer.
+
+    The input is rounded to ``case_dtype``, then given to the layer in ``dtype``; each forward is followed by a backward of
+    ``sum(output · upstream_gradient)`` unless the step runs under ``torch.no_grad()``.
+    Returns ``{"steps": [...], "normalization_ops": [...]}``.
+    """
+    results = []
+    recorder = _recording(record)
+    for step in steps:
+        result = {"error": None, "output": None, "grad_input": None, "grad_params": {}, "buffers": {},
+                  "buffers_with_history": []}
+        try:
+            layer.train(step["mode"] == "train")
+            for p in layer.parameters():
+                p.grad = None
+            x = step["x"].to(case_dtype).to(device, dtype).detach().requires_grad_(not step["no_grad"])
+            with recorder:
+                original = x.detach().clone()
+                with torch.no_grad() if step["no_grad"] else torch.enable_grad():
+                    out = layer(x)
+                if not isinstance(out, torch.Tensor):
+                    raise TypeError(f"forward returned {type(out).__name__}, not a Tensor")
+                if not torch.equal(x.detach(), original):
+                    raise RuntimeError("forward modified its input in place; torch's layer leaves it unchanged")
+                if not step["no_grad"] and out.requires_grad:
+                    (out * upstream_gradient(out, case_dtype)).sum().backward()
+        except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+            result["error"] = RemoteError.of(error)
+        else:
+            result["output"] = _plain_tensor(out)
+            result["grad_input"] = None if x.grad is None else _plain_tensor(x.grad)
+            for name in param_names:
+                p = getattr(layer, name, None)
+                result["grad_params"][name] = (
+                    _plain_tensor(p.grad) if isinstance(p, torch.Tensor) and p.grad is not None else None
+                )
+        for name in buffer_names:
+            b = getattr(layer, name, _MISSING)
+            if isinstance(b, torch.Tensor):
+                if b.requires_grad or b.grad_fn is not None:
+                    result["buffers_with_history"].append(name)
+                result["buffers"][name] = _plain_tensor(b)
+            elif b is _MISSING:
+                result["buffers"][name] = {"missing": True}
+            else:
+                result["buffers"][name] = b if b is None else {"object": type(b).__name__}
+        results.append(result)
+    return {"steps": results, "normalization_ops": _ops(recorder)}
+
+
+def call(fn, args: tuple, kwargs: dict | None = None, record: bool = False) -> dict:
+    """``fn(*args, **kwargs)``: its result (or error), the normalization kernels it ran, and
+    which tensor arguments it modified in place."""
+    kept = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
+    recorder = _recording(record)
+    try:
+        with recorder:
+            result = fn(*args, **(kwargs or {}))
+    except Exception as error:  # noqa: BLE001
+        result = RemoteError.of(error)
+    changed = [k is not None and not (a.shape == k.shape and torch.equal(a.detach(), k)) for a, k in zip(args, kept)]
+    return {"result": result, "normalization_ops": _ops(recorder), "inputs_changed": changed}
+
+
+# --- state_dict -----------------------------------------------------------------------------
+
+def state_dict(module) -> dict:
+    """The module's ``state_dict`` as plain tensors (or the error it raised)."""
+    try:
+        return {"state": {str(k): _plain_tensor(v) for k, v in module.state_dict().items()}}
+    except Exception as error:  # noqa: BLE001
+        return {"error": RemoteError.of(error)}
+
+
+def load_state_dict(module, state: dict) -> dict:
+    """``module.load_state_dict(state, strict=True)``, then its ``state_dict`` as plain tensors."""
+    try:
+        module.load_state_dict(state, strict=True)
+    except Exception as error:  # noqa: BLE001
+        return {"error": RemoteError.of(error)}
+    return state_dict(module)
+
+
+def to(module, device, dtype):
+    """``module.to(device=..., dtype=...)``: the moved module, or the error it raised."""
+    try:
+        return module.to(device=device, dtype=dtype)
+    except Exception as error:  # noqa: BLE001
+        return RemoteError.of(error)

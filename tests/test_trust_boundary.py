@@ -1,0 +1,221 @@
+"""The trust boundary of grading, part by part: the plain-data wire, the agent's dispatcher, the
+bubblewrap sandbox, the test-cell runner and the source scan.
+
+The whole path (real nbgrader, real hostile notebooks, the grade command) is exercised by
+tests/test_nbgrader_roundtrip.py; these tests pin down each part's promise on its own.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+import torch
+
+from autograder import wire
+from autograder.grading import sandbox
+from autograder.grading.scan import scan_source
+from autograder.grading.testcell import free_names
+from autograder.sandbox.agent import Agent
+from autograder.side import LocalSide, StudentCodeFailed
+from course import REPO, submission_files
+
+
+# --- the wire --------------------------------------------------------------------------------
+
+def test_plain_values_cross_unchanged():
+    value = {"a": [1, 2.5, float("nan"), None, True, "text"], "b": (torch.float32, torch.device("cpu")),
+             "t": torch.arange(6, dtype=torch.float64).reshape(2, 3)}
+    got = wire.decode(wire.encode(value))
+    assert got["a"][:2] == [1, 2.5] and got["a"][2] != got["a"][2] and got["a"][3:] == [None, True, "text"]
+    assert got["b"] == (torch.float32, torch.device("cpu"))
+    assert torch.equal(got["t"], value["t"]) and got["t"].dtype == torch.float64
+
+
+def test_layout_requires_grad_and_parameters_survive():
+    x = torch.randn(2, 3, 4, 5).contiguous(memory_format=torch.channels_last)
+    got = wire.decode(wire.encode([x, torch.nn.Parameter(torch.ones(3)), torch.zeros(2, requires_grad=True)]))
+    assert torch.equal(got[0], x) and got[0].is_contiguous(memory_format=torch.channels_last)
+    assert isinstance(got[1], torch.nn.Parameter) and got[2].requires_grad and got[2].grad_fn is None
+
+
+def test_a_lying_tensor_arrives_as_its_numbers():
+    class Agreeable(torch.Tensor):
+        @classmethod
+        def __torch_function__(cls, func, types, args=(), kwargs=None):
+            if getattr(func, "__name__", "") in ("equal", "__eq__", "allclose"):
+                return True
+            return super().__torch_function__(func, types, args, kwargs or {})
+
+    liar = torch.zeros(3).as_subclass(Agreeable)
+    got = wire.decode(wire.encode(liar))
+    assert type(got) is torch.Tensor and not torch.equal(got, torch.ones(3))
+
+
+def test_objects_that_are_not_data_do_not_cross():
+    with pytest.raises(wire.WireError):
+        wire.encode(object())
+    with pytest.raises(wire.WireError):
+        wire.encode({1: "a key that is not a string"})
+
+
+@pytest.mark.parametrize("tamper", ["truncate", "trailing", "size", "dtype", "depth", "huge"])
+def test_malformed_messages_are_refused(tamper):
+    data = wire.encode({"x": torch.ones(4)})
+    if tamper == "truncate":
+        data = data[:-3]
+    elif tamper == "trailing":
+        data = data + b"\0"
+    elif tamper == "size":
+        data = data.replace(b'"shape": [4]', b'"shape": [5]')
+    elif tamper == "dtype":
+        data = data.replace(b'"float32"', b'"object"')
+    elif tamper == "depth":
+        header = b'{"list": [' * 50 + b"1" + b"]}" * 50
+        data = len(header).to_bytes(8, "little") + header + (0).to_bytes(8, "little")
+    elif tamper == "huge":
+        data = b"\0" * (wire.MAX_MESSAGE_BYTES + 1)
+    with pytest.raises(wire.WireError):
+        wire.decode(data)
+
+
+# --- the agent and the local side --------------------------------------------------------------
+
+def test_the_agent_runs_observations_only():
+    agent = Agent({"f": lambda x: x})
+    for name in ("os.system", "observe._recording", "agent.serve", "observe"):
+        reply = wire.decode(agent.respond(wire.encode({"op": "call", "function": name, "args": [], "kwargs": {}})))
+        assert "raised" in reply, name
+    reply = wire.decode(agent.respond(b"not a message"))
+    assert "raised" in reply
+
+
+def test_a_student_error_reaches_the_checks_as_data():
+    side = LocalSide()
+
+    class Broken:
+        def __init__(self):
+            raise ValueError("my own message")
+
+    made = side.wrap(Broken, "Broken").construct()
+    assert isinstance(made, wire.RemoteError) and made.is_a(ValueError) and str(made) == "my own message"
+    with pytest.raises(StudentCodeFailed):
+        side.wrap(Broken, "Broken").call("observe.no_such_observation")
+
+
+def test_test_cells_read_the_students_names_and_nothing_else():
+    source = "from autograder import batch_norm as checks\nchecks.check_training_forward(BatchNorm1d, BatchNorm2d, full=True)\nprint('ok')\n"
+    assert free_names(source) == ["BatchNorm1d", "BatchNorm2d"]
+
+
+# --- the sandbox -----------------------------------------------------------------------------
+
+PROBE = r"""
+import json, os, socket, sys
+found = {}
+found["processes"] = sorted(int(p) for p in os.listdir("/proc") if p.isdigit())
+found["course_visible"] = [p for p in sys.argv[1:] if os.path.exists(p)]
+try:
+    open(sys.argv[-1], "a")
+    found["package_writable"] = True
+except OSError:
+    found["package_writable"] = False
+try:
+    socket.create_connection(("127.0.0.1", 22), timeout=2)
+    found["network"] = True
+except OSError as error:
+    found["network"] = False
+found["uid"] = os.getuid()
+found["capabilities"] = [l.split()[1] for l in open("/proc/self/status") if l.startswith("CapEff")][0]
+print(json.dumps(found))
+"""
+
+
+def run_sandboxed(code: str, *args: str, **limits) -> subprocess.CompletedProcess:
+    scratch = Path(tempfile.mkdtemp(prefix="normlayers-test-"))
+    (scratch / "work").mkdir()
+    box = sandbox.Sandbox(**limits)
+    limit = box.limit()
+    try:
+        command = box.command([sys.executable, "-c", code, *args], scratch, scratch / "work")
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, preexec_fn=limit.preexec)
+    finally:
+        limit.close()
+
+
+def test_the_sandbox_sees_no_course_no_network_and_only_itself():
+    import json
+
+    sandbox.check_available()
+    course = [str(REPO / "solutions"), str(REPO / "nbgrader_config.py"), str(REPO / "tests"), str(Path.home() / ".local"), str(Path.home() / ".cache"),
+              str(REPO / "autograder" / "__init__.py")]
+    done = run_sandboxed(PROBE, *course)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["course_visible"] == [str(REPO / "autograder" / "__init__.py")]  # the grader's code, read-only
+    assert found["package_writable"] is False
+    assert found["network"] is False
+    assert len(found["processes"]) <= 3  # bwrap's init and the probe (and nothing of the grader's)
+    assert found["uid"] != 0 and int(found["capabilities"], 16) == 0
+
+
+def test_the_sandbox_caps_processes_and_memory():
+    fork = "import os\nn = 0\ntry:\n    for _ in range(200):\n        if os.fork() == 0:\n            import time; time.sleep(2); os._exit(0)\n        n += 1\nexcept OSError:\n    pass\nprint(n)"
+    done = run_sandboxed(fork, processes=32)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout) < 32
+    hog = "x = bytearray(3 << 30)\nprint('allocated')"
+    done = run_sandboxed(hog, memory_mb=1024)
+    assert "allocated" not in done.stdout and "MemoryError" in done.stderr
+
+
+@pytest.mark.skipif(sandbox._controller_root("memory") is None, reason="this machine lets the grader make no memory cgroup")
+def test_files_in_the_sandbox_count_against_its_memory():
+    # Its /tmp is a tmpfs: without the memory cgroup, 600 MB of files there would not count.
+    code = "chunk = b'x' * (100 << 20)\nfor i in range(6):\n    open(f'/tmp/f{i}', 'wb').write(chunk)\nprint('written')"
+    done = run_sandboxed(code, memory_mb=384)
+    assert "written" not in done.stdout
+
+
+def test_everything_started_in_the_sandbox_ends_with_it():
+    code = ("import subprocess\nsubprocess.Popen(['sleep', '7777'], start_new_session=True)\n"
+            "subprocess.Popen(['sleep', '7778'])\nprint('started')")
+    done = run_sandboxed(code)
+    assert "started" in done.stdout
+    left = subprocess.run(["pgrep", "-f", "sleep 777[78]"], capture_output=True, text=True).stdout
+    assert left.strip() == ""
+
+
+# --- the source scan ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("line, route", [
+    ("from torch._decomp import decompositions", "decompositions"),
+    ("with torch.utils._python_dispatch._disable_current_modes():", "dispatch"),
+    ("threading.Thread(target=run).start()", "threads"),
+    ("kernel = getattr(torch.ops.aten, 'native_' + 'batch_norm')", "torch.ops"),
+    ("import ctypes", "native code"),
+    ("exec(base64.b64decode(blob))", "run time"),
+    ("frame = sys._getframe(1)", "introspection"),
+    ("sys.modules['autograder.sandbox.observe'].run_steps = fake", "grader's own modules"),
+])
+def test_the_scan_finds_routes_around_the_recorder(line, route):
+    assert any(route in f.what for f in scan_source([(0, line)])), line
+
+
+def test_the_scan_leaves_honest_work_alone():
+    honest = [p for topic in ("covariate_shift", "batch_norm", "layer_norm", "instance_group_norm", "data_vs_layer_norm")
+              for kind in ("correct", "bug") for p in submission_files("x_" + topic, kind)]
+    assert len(honest) > 50
+    flagged = {p.name: [f.describe() for f in scan_source([(0, p.read_text())])] for p in honest}
+    assert {name: found for name, found in flagged.items() if found} == {}
+
+
+def test_the_scan_leaves_the_released_scaffold_alone():
+    from autograder.grading.scan import _student_cells
+    from course import ASSIGNMENTS, release_notebook, solution_code
+
+    for assignment in ASSIGNMENTS:
+        assert scan_source(_student_cells(release_notebook(assignment))) == [], assignment
+        assert scan_source([(0, solution_code(assignment))]) == [], assignment

@@ -6,7 +6,6 @@ exercises/<id>/<id>.ipynb  the *release* that `nbgrader generate_assignment <id>
 from nbgrader.preprocessors import (
     AssignLatePenalties,
     CheckCellMetadata,
-    ClearHiddenTests,
     GetGrades,
     IgnorePattern,
     LimitOutput,
@@ -14,7 +13,7 @@ from nbgrader.preprocessors import (
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 
-from autograder.feedback import HideTracebacks
+from autograder.feedback import ClearHiddenTestsInTestCells, HideTracebacks
 from autograder.grading.execute import SandboxedExecute
 
 c = get_config()  # noqa: F821 - provided by nbgrader
@@ -50,4 +49,4 @@ c.Autograde.autograde_preprocessors = [
 ]
 
 # Feedback shows each check's message, never hidden test source or traceback lines.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTests, HideTracebacks, CSSHTMLHeaderPreprocessor]
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInTestCells, HideTracebacks, CSSHTMLHeaderPreprocessor]

@@ -181,6 +181,9 @@ HOSTILE_EXPECTED = {
     # torch's own batch norm in a thread: the forward hides from the recorder, the backward
     # (run by autograd on the checking thread) does not; the report also lists it for review.
     "hidden_torch_norm": [0, 0, 0, 0],
+    # torch's batch norm with the recorder switched off, forward and backward: undetectable where
+    # it runs, so it earns what torch's outputs earn; the report lists it for review.
+    "no_dispatch_torch_norm": [0, 3, 3, 2],
 }
 HOSTILE_ANSWERS = {"signals_and_daemons": "solution"}
 # Links the demo class puts into a submission folder: name -> target (relative to the course).

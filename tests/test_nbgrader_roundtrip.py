@@ -24,7 +24,7 @@ from nbgrader.api import Gradebook
 
 from course import ASSIGNMENTS, REPO, tool_env
 from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, build_course
-from leaks import html_text, leaked
+from leaks import html_text, leaked, secret_lines
 
 pytestmark = pytest.mark.slow
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -165,6 +165,8 @@ def test_routes_around_the_recorder_are_listed_for_review(graded):
     assert "needs review" in report_of(run, "hidden_torch_norm") and "threads" in report_of(run, "hidden_torch_norm")
     assert "the grader's own modules" in report_of(run, "forges_reports")
     assert "needs review" in report_of(run, "disables_checks")
+    # This one evades the recorder and scores (HOSTILE_EXPECTED): the scan is what catches it.
+    assert "torch's private modules or switches" in report_of(run, "no_dispatch_torch_norm")
 
 
 def test_hostile_notebooks_leave_the_course_and_the_machine_untouched(course, graded, untouched):
@@ -230,8 +232,10 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
         assert "autograder/" not in text and "check_untampered" not in text, student
     if "grader_disabled" in pages:
         assert "could not be checked" in pages["grader_disabled"]
-    for student in set(HOSTILE_EXPECTED) & set(pages):  # whatever they printed, no secret is in it
-        assert leaked(pages[student]) == [], student
+    for student in set(HOSTILE_EXPECTED) & set(pages):  # whatever they printed, they found no secret
+        submitted = nbformat.read(root / "submitted" / student / assignment / f"{assignment}.ipynb", as_version=4)
+        own = "\n".join(c.source for c in submitted.cells)
+        assert [line for line in secret_lines() if line in pages[student] and line not in own] == [], student
     student, phrase = FEEDBACK_PHRASES[assignment]
     assert phrase in pages[student]
 

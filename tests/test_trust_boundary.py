@@ -199,6 +199,12 @@ def test_everything_started_in_the_sandbox_ends_with_it():
     ("exec(base64.b64decode(blob))", "run time"),
     ("frame = sys._getframe(1)", "introspection"),
     ("sys.modules['autograder.sandbox.observe'].run_steps = fake", "grader's own modules"),
+    ("import autograder.integrity as integ", "grader's own modules"),
+    ("checks.engine.observe._ops = lambda recorder: []", "grader's own modules"),
+    ("from torch.utils._mode_utils import no_dispatch", "private"),
+    ("with _C._DisableTorchDispatch():", "private"),
+    ("y = fn.batch_norm(x, None, None)", "normalization functions"),
+    ("forward = nn.modules.batchnorm._BatchNorm.forward", "normalization functions"),
 ])
 def test_the_scan_finds_routes_around_the_recorder(line, route):
     assert any(route in f.what for f in scan_source([(0, line)])), line

@@ -41,16 +41,15 @@ ROUTES = [
     (r"\bautograder\b|sys\s*\.\s*modules|\bbuiltins\b|__builtins__|__subclasses__|\bglobals\s*\(|"
      r"\bchecks\b(?!\s*\.\s*check_\w+\s*\()",
      "the grader's own modules (or the interpreter's module table) used from student code"),
-    (r"\b(F|functional|torch)\s*\.\s*(native_)?(batch|layer|group|instance|rms)_norm|native_(batch|layer|group)_norm|"
+    (r"(?<![\w])(native_)?(batch|layer|group|instance|rms)_norm\b|"
      r"\bmodules\s*\.\s*(batchnorm|normalization|instancenorm)\b|_check_input_dim\s*=|\.\s*forward\s*$",
      "torch's normalization functions or its layers' internals used directly"),
+    (r"\btorch\s*\.\s*(\w+\s*\.\s*)*_\w+|\bfrom\s+torch(\.\w+)*\s+import\s+[^#]*\b_\w+|\bfrom\s+torch(\.\w+)*\._\w+|"
+     r"no_dispatch|_DisableTorchDispatch|_DisablePython|_ExcludeDispatchKeyGuard",
+     "torch's private modules or switches (torch._C, torch.utils._mode_utils, ...)"),
 ]
 # String literals (not docstrings) that name these routes: getattr(torch.ops.aten, "native_" + ...).
 STRING_ROUTE = re.compile(r"autograder|_decomp|_refs|native_|aten\b|(batch|layer|group|instance|rms)_norm\b|sandbox|integrity")
-
-# Lines of the given, locked cells that a student did not write (the set-up cell's imports).
-GIVEN = re.compile(r"^\s*(import autograder|from autograder import \w+ as checks|from autograder\.siglip_reference import)")
-
 
 @dataclass(frozen=True)
 class Finding:
@@ -113,8 +112,6 @@ def scan_source(cells: list[tuple[int, str]]) -> list[Finding]:
         shown = source.splitlines()
         for pattern, what in ROUTES:
             for number, line in enumerate(code):
-                if GIVEN.match(line):
-                    continue
                 if re.search(pattern, line):
                     original = shown[number] if number < len(shown) else line
                     found.append(Finding(index, original.strip()[:100], what))

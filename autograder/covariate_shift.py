@@ -29,22 +29,32 @@ from autograder.wire import RemoteError
 
 STAT_NAMES = ("mean", "std", "p15", "p50", "p85", "saturated")
 QUANTILES = (0.15, 0.50, 0.85)
+# ``saturated`` is a fraction k/n of the n values: a float32 mean of a bool mask gives k/n within
+# a few float32 roundings (~1e-7 relative), while two different counts differ by 1/n, far more
+# for any output these checks measure (n < 1e5).
+SATURATED_REL_TOL = 1e-6
 
 
 def _dtypes(full: bool) -> list[torch.dtype]:
     return [torch.float32, torch.float64] if full else [torch.float32]
 
 
-def _recorded_outputs(model: nn.Module, x: torch.Tensor, names: list[str], pre: bool = False) -> dict:
-    """What each named module receives (``pre``) or returns, recorded with the grader's hooks."""
+def _recorded_outputs(model: nn.Module, x: torch.Tensor, names: list[str], pre: bool = False,
+                      clone: bool = True) -> dict:
+    """What each named module receives (``pre``) or returns, recorded with the grader's hooks.
+
+    ``clone=False`` keeps the tensors themselves, as they are once the forward has finished: what
+    a tool that forgets to copy them returns after an in-place layer has overwritten them.
+    """
     seen, handles = {}, []
     modules = dict(model.named_modules())
+    keep = (lambda t: t.detach().clone()) if clone else (lambda t: t.detach())
     for name in names:
         if pre:
-            hook = (lambda n: lambda m, inputs: seen.__setitem__(n, inputs[0].detach().clone()))(name)
+            hook = (lambda n: lambda m, inputs: seen.__setitem__(n, keep(inputs[0])))(name)
             handles.append(modules[name].register_forward_pre_hook(hook))
         else:
-            hook = (lambda n: lambda m, inputs, out: seen.__setitem__(n, out.detach().clone()))(name)
+            hook = (lambda n: lambda m, inputs, out: seen.__setitem__(n, keep(out)))(name)
             handles.append(modules[name].register_forward_hook(hook))
     try:
         with torch.no_grad():
@@ -85,7 +95,7 @@ def _stats_hint(stat: str, got: float, values: torch.Tensor, saturation: float) 
         return "percentiles are those of torch.quantile(values, 0.15 / 0.50 / 0.85) over all values of the output."
     if stat == "saturated":
         high = float((v > 1 - saturation).double().mean())
-        if math.isclose(got, high, abs_tol=1e-9):
+        if math.isclose(got, high, rel_tol=SATURATED_REL_TOL, abs_tol=1e-12):
             return "count both ends: a sigmoid is saturated near 0 as well as near 1 (x < s or x > 1 − s)."
         return f"the fraction of values below {saturation} or above {1 - saturation}, over all values of the output."
     return "compute each statistic over all values of the layer's output (every sample and unit together)."
@@ -122,15 +132,21 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
                     if not isinstance(entry, dict) or sorted(entry) != sorted(STAT_NAMES):
                         fail(f"{what}: result['{name}'] must be a dict with the keys {list(STAT_NAMES)}, got {entry!r:.200}.")
                     expected = expected_stats(recorded[name], saturation)
+                    # float32 sums and interpolations err relative to the size of the values
+                    # themselves, which can be much larger than a mean or a percentile near 0.
+                    scale = max(1.0, float(recorded[name].double().abs().mean()))
                     for stat in STAT_NAMES:
                         value = entry[stat]
                         if not isinstance(value, float):
                             kind = report["types"][name][stat]
                             fail(f"{what}: result['{name}']['{stat}'] is a {kind}; return Python floats (tensor.item()).")
-                        tolerance = 1e-9 if stat == "saturated" else 2e-6 * max(1.0, abs(expected[stat]))
+                        if stat == "saturated":
+                            tolerance = SATURATED_REL_TOL * abs(expected[stat]) + 1e-12
+                        else:
+                            tolerance = 2e-6 * max(scale, abs(expected[stat]))
                         if not abs(value - expected[stat]) <= tolerance:
                             fail(
-                                f"{what}: result['{name}']['{stat}'] is {value:.7g}, expected {expected[stat]:.7g}.\n"
+                                f"{what}: result['{name}']['{stat}'] is {value:.9g}, expected {expected[stat]:.9g}.\n"
                                 f"Likely cause: {_stats_hint(stat, value, recorded[name], saturation)}"
                             )
     _check_cleanup_on_error(tool, "activation_stats on a model whose forward raises", 7, (["act1"], 0.05))
@@ -141,16 +157,25 @@ def check_layer_input(layer_input, full: bool = False) -> None:
     __tracebackhide__ = True
     integrity.check_untampered()
     tool = student(layer_input, "layer_input")
-    configs = [([6, 16, 16, 4], "fc2", True)]
+    # (widths, layer name, training mode, Linear followed by nn.ReLU(inplace=True) named "relu")
+    configs = [([6, 16, 16, 4], "fc2", True, None)]
     if full:
-        configs += [([5, 12, 12, 3], "act2", False), ([4, 8, 3], "fc1", True)]
+        configs += [
+            ([5, 12, 12, 3], "act2", False, None),
+            ([4, 8, 3], "fc1", True, None),
+            # the ReLU overwrites the tensor its pre-hook receives: a reference kept without a copy changes
+            ([5, 12, 12, 3], "relu", False, "fc2"),
+        ]
     for device in devices_for(full):
         for dtype in _dtypes(full):
-            for seed, (widths, name, train) in enumerate(configs):
-                spec = model_spec(widths, seed + 20, device, dtype, train)
+            for seed, (widths, name, train, inplace_relu_after) in enumerate(configs):
+                spec = model_spec(widths, seed + 20, device, dtype, train, inplace_relu_after=inplace_relu_after)
                 model = build_model(spec)
                 x = channel_input((9, widths[0]), seed=seed + 30).to(device, dtype)
-                what = f"layer_input(model, '{name}', x) ({str(dtype).replace('torch.', '')}, {device.type})"
+                what = (
+                    f"layer_input(model, '{name}', x) ({str(dtype).replace('torch.', '')}, {device.type})"
+                    + (f" where '{name}' is nn.ReLU(inplace=True) after '{inplace_relu_after}'" if inplace_relu_after else "")
+                )
                 report = tool.call("observe_tools.run_tool", spec, x, (name,), x_at=2)
                 got = judge_tool_report(report, what)
                 expected = _recorded_outputs(model, x, [name], pre=True)[name]
@@ -162,11 +187,17 @@ def check_layer_input(layer_input, full: bool = False) -> None:
                     fail(f"{what}: returned {got.dtype} {tuple(got.shape)} on {got.device.type}, expected {expected.dtype} {tuple(expected.shape)} on {expected.device.type}.")
                 if not torch.equal(got, expected):
                     output = _recorded_outputs(model, x, [name])[name]
-                    cause = (
-                        "that is the layer's output; a forward *pre*-hook (register_forward_pre_hook) sees its input."
-                        if output.shape == got.shape and torch.equal(got, output) else
-                        "record inputs[0] in a forward pre-hook on dict(model.named_modules())[layer_name]."
-                    )
+                    overwritten = _recorded_outputs(model, x, [name], pre=True, clone=False)[name]
+                    if torch.equal(got, overwritten):
+                        cause = (
+                            "the tensor you captured was changed later by an in-place operation (here the layer "
+                            "itself, an in-place ReLU, overwrites its input). Store a copy in the pre-hook: "
+                            "inputs[0].detach().clone()."
+                        )
+                    elif output.shape == got.shape and torch.equal(got, output):
+                        cause = "that is the layer's output; a forward *pre*-hook (register_forward_pre_hook) sees its input."
+                    else:
+                        cause = "record inputs[0] in a forward pre-hook on dict(model.named_modules())[layer_name]."
                     fail(f"{what}: the returned tensor is not the layer's input.\nLikely cause: {cause}")
     _check_cleanup_on_error(tool, "layer_input on a model whose forward raises", 8, ("fc1",), x_at=2)
 

@@ -62,6 +62,13 @@ def _affine(xhat: torch.Tensor, f: Finding) -> torch.Tensor:
 def _raises_hint(f: Finding) -> str | None:
     if f.aspect != RAISES or "torch raises RuntimeError" not in f.detail:
         return None
+    if not _as_tuple(f.case.args[0]):
+        return (
+            "like torch, build a LayerNorm with an empty normalized_shape but refuse to run it: an empty "
+            "shape names no dimension to normalize over (and x.mean(dim=()) would average over ALL "
+            "dimensions). Raise RuntimeError(\"Expected normalized_shape to be at least 1-dimensional, i.e., "
+            "containing at least one element, but got normalized_shape = []\") in forward."
+        )
     return (
         "like torch, refuse an input whose last dimensions differ from normalized_shape: raise "
         "RuntimeError(f\"Given normalized_shape={list(self.normalized_shape)}, expected input with shape "
@@ -121,6 +128,9 @@ def _forward_cases(full: bool) -> list[Case]:
     return cases
 
 
+EMPTY_SHAPE = "an empty normalized_shape: torch builds the layer, and its forward raises RuntimeError"
+
+
 def _input_check_cases(full: bool) -> list[Case]:
     def steps(*shapes):
         return [Step("train", sample_input(shape, seed=40 + i)) for i, shape in enumerate(shapes)]
@@ -132,6 +142,9 @@ def _input_check_cases(full: bool) -> list[Case]:
             cases += [
                 Case("LayerNorm", ((3, 4),), {}, steps((2, 4, 3), (4,), (2, 3, 4)), device=device),
                 Case("LayerNorm", ((2, 3),), {"elementwise_affine": False}, steps((5, 3, 2)), device=device),
+                # torch builds LayerNorm(()) (γ and β of shape ()) and refuses it in forward, every input
+                Case("LayerNorm", ((),), {}, steps((2, 3), (4,)), device=device, note=EMPTY_SHAPE),
+                Case("LayerNorm", ([],), {"elementwise_affine": False}, steps((3, 2, 5)), device=device, note=EMPTY_SHAPE),
             ]
     return cases
 

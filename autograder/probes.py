@@ -48,8 +48,15 @@ class FailingLayer(nn.Module):
         raise RuntimeError("this layer fails on purpose")
 
 
-def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = False) -> nn.Sequential:
-    """A named Linear/Sigmoid stack with a grad-mode spy in front: names "spy", "fc1", "act1", ..."""
+def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = False,
+                inplace_relu_after: str | None = None) -> nn.Sequential:
+    """A named Linear/Sigmoid stack with a grad-mode spy in front: names "spy", "fc1", "act1", ...
+
+    ``inplace_relu_after``: the name of a Linear layer ("fc1", ...) to follow with
+    ``nn.ReLU(inplace=True)``, named "relu". That ReLU overwrites the tensor it receives (the
+    Linear's output): a tool that keeps that tensor (a pre-hook on "relu") without copying it
+    sees it change afterwards.
+    """
     g = torch.Generator().manual_seed(seed)
     layers: list[tuple[str, nn.Module]] = [("spy", GradModeSpy())]
     for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
@@ -58,21 +65,28 @@ def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = Fal
             linear.weight.copy_(torch.randn(w_out, w_in, generator=g) * (2.5 / w_in ** 0.5))
             linear.bias.copy_(torch.randn(w_out, generator=g))
         layers.append((f"fc{i}", linear))
+        if inplace_relu_after == f"fc{i}":
+            layers.append(("relu", nn.ReLU(inplace=True)))
         if i < len(widths) - 1:
             layers.append((f"act{i}", nn.Sigmoid()))
+    if inplace_relu_after is not None and "relu" not in dict(layers):
+        raise ValueError(f"no Linear layer named {inplace_relu_after!r} to put the in-place ReLU after")
     if failing:
         layers.append(("broken", FailingLayer()))
     return nn.Sequential(OrderedDict(layers)).to(device=device, dtype=dtype)
 
 
-def model_spec(widths: list[int], seed: int, device, dtype, train: bool = True, failing: bool = False) -> dict:
+def model_spec(widths: list[int], seed: int, device, dtype, train: bool = True, failing: bool = False,
+               inplace_relu_after: str | None = None) -> dict:
     """A probe model as plain data: both sides build the same model from it (:func:`build_model`)."""
-    return {"widths": list(widths), "seed": seed, "device": device, "dtype": dtype, "train": train, "failing": failing}
+    return {"widths": list(widths), "seed": seed, "device": device, "dtype": dtype, "train": train,
+            "failing": failing, "inplace_relu_after": inplace_relu_after}
 
 
 def build_model(spec: dict) -> nn.Sequential:
     """The :func:`sigmoid_mlp` that ``spec`` describes, in its train/eval mode."""
-    model = sigmoid_mlp(spec["widths"], spec["seed"], spec["device"], spec["dtype"], spec["failing"])
+    model = sigmoid_mlp(spec["widths"], spec["seed"], spec["device"], spec["dtype"], spec["failing"],
+                        spec.get("inplace_relu_after"))
     return model.train(spec["train"])
 
 

@@ -26,6 +26,7 @@ BUGS = {
     "bug_batch_statistics": {"forward": "over the batch (that is BatchNorm)", "siglip": LN_WRONG},
     "bug_bias_flag_ignored": {"contract": "unexpected ['bias']"},
     "bug_detached_statistics": {"forward": "detached"},
+    "bug_empty_normalized_shape": {"contract": "empty normalized_shape but refuse to run it"},
     "bug_eps_hardcoded": {"forward": "instead of the layer's `eps` (1e-06)", "siglip": LN_WRONG},
     "bug_eps_outside_sqrt": {"forward": "inside the square root", "siglip": LN_WRONG},
     "bug_first_dims_after_batch": {"forward": "right after the batch", "siglip": LN_WRONG},

@@ -228,8 +228,9 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
     for student, text in pages.items():
         assert leaked(text, kinds=("HIDDEN TESTS",)) == [], student
         # Test cells show the message only: no frames of the grader (a student's own cells keep
-        # their tracebacks, which show only the student's code).
-        assert "autograder/" not in text and "check_untampered" not in text, student
+        # their tracebacks, which show only the student's code; hostile ones print paths).
+        if student not in HOSTILE_EXPECTED:
+            assert "autograder/" not in text and "check_untampered" not in text, student
     if "grader_disabled" in pages:
         assert "could not be checked" in pages["grader_disabled"]
     for student in set(HOSTILE_EXPECTED) & set(pages):  # whatever they printed, they found no secret

@@ -30,6 +30,11 @@ class LayerNorm(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = (self.normalized_shape,) if isinstance(self.normalized_shape, int) else tuple(self.normalized_shape)
         k = len(shape)
+        if k == 0:
+            raise RuntimeError(
+                "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
+                "but got normalized_shape = []"
+            )
         if x.dim() < k or tuple(x.shape[x.dim() - k:]) != shape:
             raise RuntimeError(
                 f"Given normalized_shape={list(self.normalized_shape)}, expected input with shape "

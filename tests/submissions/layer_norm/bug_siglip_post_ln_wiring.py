@@ -30,6 +30,11 @@ class LayerNorm(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         k = len(self.normalized_shape)
+        if k == 0:
+            raise RuntimeError(
+                "Expected normalized_shape to be at least 1-dimensional, i.e., containing at least one element, "
+                "but got normalized_shape = []"
+            )
         if x.dim() < k or tuple(x.shape[x.dim() - k:]) != self.normalized_shape:
             raise RuntimeError(
                 f"Given normalized_shape={list(self.normalized_shape)}, expected input with shape "

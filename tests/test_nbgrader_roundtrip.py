@@ -226,11 +226,12 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
     pages = {p.parts[-3]: html_text(p.read_text()) for p in (root / "feedback").glob(f"*/{assignment}/*.html")}
     assert set(pages) == {s for s, (_, points) in classes[assignment].items() if points is not NOT_GRADED}
     for student, text in pages.items():
+        if student in HOSTILE_EXPECTED:
+            continue  # their own cells name the markers and print paths; checked below for what they found
         assert leaked(text, kinds=("HIDDEN TESTS",)) == [], student
         # Test cells show the message only: no frames of the grader (a student's own cells keep
-        # their tracebacks, which show only the student's code; hostile ones print paths).
-        if student not in HOSTILE_EXPECTED:
-            assert "autograder/" not in text and "check_untampered" not in text, student
+        # their tracebacks, which show only the student's code).
+        assert "autograder/" not in text and "check_untampered" not in text, student
     if "grader_disabled" in pages:
         assert "could not be checked" in pages["grader_disabled"]
     for student in set(HOSTILE_EXPECTED) & set(pages):  # whatever they printed, they found no secret

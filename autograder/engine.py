@@ -135,11 +135,10 @@ def run_reference(layer: nn.Module, case: Case, params: list[str], buffers: list
 
 
 def run_student(layer: Student, case: Case, params: list[str], buffers: list[str]) -> tuple[list[StepResult], list[str]]:
-    """Run the student's layer through the case's steps on its side; plain results and the
-    normalization kernels it ran."""
-    layer.call("observe.load_state", case.state, case.dtype)
+    """Load the case's state into the student's layer and run it through the case's steps on its
+    side (one request); plain results and the normalization kernels it ran."""
     report = layer.call("observe.run_steps", _plain_steps(case), case.dtype, case.device, case.dtype, params, buffers,
-                        record=True)
+                        record=True, state=case.state)
     steps = report.get("steps") if isinstance(report, dict) else None
     if not isinstance(steps, list) or len(steps) != len(case.steps) or not all(
         isinstance(r, dict) and set(r) == STEP_FIELDS for r in steps
@@ -164,15 +163,18 @@ def _state_before(results: list[StepResult], index: int, initial: dict) -> dict:
     return dict(initial) if index == 0 else dict(results[index - 1].buffers)
 
 
-def build_student(cls: Student, case: Case, what: str) -> Student:
-    """The student's layer for ``case``, built on its side; fail if building raised."""
+def build_student(cls: Student, case: Case, what: str, names: list[str] = ()) -> tuple[Student, dict]:
+    """The student's layer for ``case``, built on its side, with what ``observe.built`` reports
+    about it (submodules, registered tensors, the attributes ``names``); fail if building raised."""
     __tracebackhide__ = True
-    layer = cls.construct(case.args, {**case.kwargs, "device": case.device, "dtype": case.dtype})
+    report = cls.call("observe.built", tuple(case.args), {**case.kwargs, "device": case.device, "dtype": case.dtype},
+                      list(names))
+    layer = cls.adopt(report["layer"], what)
     if isinstance(layer, RemoteError):
         fail(f"{case.describe()}: building your {what} raised {layer.name}: {layer}")
     if not isinstance(layer, Student):
         fail(f"{case.describe()}: building your {what} did not give a module.")
-    return layer
+    return layer, report
 
 
 def compare_case(
@@ -187,16 +189,16 @@ def compare_case(
     __tracebackhide__ = True
     what = what or case.layer
     aspects = tuple(aspects)
-    layer = build_student(student(student_cls, what), case, what)
-    forbidden.check_no_torch_norm_submodule(layer, what)
-    layer_tensors = layer.call("observe.tensors")
-    if not layer_tensors["is_module"]:
-        fail(f"{case.describe()}: your {what} is not an nn.Module.")
-    _check_factory_kwargs(layer_tensors, case, what)
     reference = case.build(reference_cls)
     exact_reference = Case(**{**case.__dict__, "dtype": torch.float64}).build(reference_cls)
     params, buffers = _tensor_names(reference)
-    found = layer.call("observe.attribute_infos", params + buffers)
+    layer, report = build_student(student(student_cls, what), case, what, params + buffers)
+    forbidden.check_submodules(report["submodules"], what)
+    layer_tensors = report["tensors"]
+    if not layer_tensors["is_module"]:
+        fail(f"{case.describe()}: your {what} is not an nn.Module.")
+    _check_factory_kwargs(layer_tensors, case, what)
+    found = report["attributes"]
     for name in params:
         if found[name] is None or "shape" not in found[name]:
             if getattr(reference, name) is not None:

@@ -62,7 +62,13 @@ def check_class(student, what: str) -> None:
 def check_no_torch_norm_submodule(layer, what: str) -> None:
     """Fail if an instance holds a torch normalization module anywhere inside it."""
     __tracebackhide__ = True
-    for name, module, qualname in layer.call("observe.submodules"):
+    check_submodules(layer.call("observe.submodules"), what)
+
+
+def check_submodules(listing: list, what: str) -> None:
+    """:func:`check_no_torch_norm_submodule` on a listing from ``observe.submodules``."""
+    __tracebackhide__ = True
+    for name, module, qualname in listing:
         if _is_torch_norm(module, qualname):
             fail(
                 f"`{what}` contains torch's own `{qualname}` (as `{name or 'self'}`). "

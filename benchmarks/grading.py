@@ -40,7 +40,8 @@ def timed(fn) -> float:
 
 
 def execute(nb: nbformat.NotebookNode, cwd: Path) -> None:
-    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=False, resources={"metadata": {"path": str(cwd)}}).execute()
+    NotebookClient(nb, timeout=600, kernel_name="python3", allow_errors=False, shutdown_kernel="immediate",
+                   resources={"metadata": {"path": str(cwd)}}).execute()
 
 
 def assert_full_marks(verdicts: list) -> None:

@@ -93,6 +93,7 @@ class SandboxedExecute(Execute):
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
+        kwargs.setdefault("shutdown_kernel", "immediate")  # the sandbox is thrown away: no need to wait
         super().__init__(*args, **kwargs)
 
     def _sandbox(self) -> Sandbox:

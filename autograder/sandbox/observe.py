@@ -78,6 +78,16 @@ def construct(cls, args: tuple, kwargs: dict):
         return RemoteError.of(error)
 
 
+def built(cls, args: tuple, kwargs: dict, names: list) -> dict:
+    """``cls(*args, **kwargs)`` and, in the same request, what the engine looks at first: its
+    submodules, its registered tensors and the attributes ``names`` (see the functions below)."""
+    layer = construct(cls, args, kwargs)
+    if isinstance(layer, RemoteError):
+        return {"layer": layer}
+    return {"layer": layer, "submodules": submodules(layer), "tensors": tensors(layer),
+            "attributes": attribute_infos(layer, names)}
+
+
 def submodules(module) -> list:
     """``[name, class module, class qualname]`` of every submodule, the module itself included."""
     if not isinstance(module, nn.Module):
@@ -167,14 +177,17 @@ _MISSING = object()
 
 
 def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, buffer_names: list,
-              record: bool = False) -> dict:
+              record: bool = False, state: dict | None = None) -> dict:
     """Run ``layer`` through ``steps`` (dicts: mode 'train'/'eval', input x, no_grad) and record,
     after each, its error or output, the input and parameter gradients, and every buffer.
 
     The input is rounded to ``case_dtype``, then given to the layer in ``dtype``; each forward is followed by a backward of
     ``sum(output · upstream_gradient)`` unless the step runs under ``torch.no_grad()``.
+    ``state``: initial values to load first (:func:`load_state`, rounded to ``case_dtype``).
     Returns ``{"steps": [...], "normalization_ops": [...]}``.
     """
+    if state:
+        load_state(layer, state, case_dtype)
     results = []
     recorder = _recording(record)
     for step in steps:

@@ -16,7 +16,7 @@ from autograder.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
 from autograder.inputs import channel_input, random_tensor
 from autograder.messages import fail, shape_str
 from autograder.numerics import discrepancy, matches
-from autograder.side import Student, student, students
+from autograder.side import Student, student
 from autograder.wire import RemoteError
 
 REFERENCES = {"BatchNorm1d": nn.BatchNorm1d, "BatchNorm2d": nn.BatchNorm2d}
@@ -213,12 +213,7 @@ def _input_check_cases(full: bool) -> list[Case]:
 
 def _classes(BatchNorm1d, BatchNorm2d) -> dict[str, Student]:
     __tracebackhide__ = True
-    integrity.check_untampered()
-    found = students((BatchNorm1d, "BatchNorm1d"), (BatchNorm2d, "BatchNorm2d"))
-    classes = {cls.what: cls for cls in found}
-    for name, cls in classes.items():
-        forbidden.check_class(cls, name)
-    return classes
+    return {cls.what: cls for cls in forbidden.own_classes((BatchNorm1d, "BatchNorm1d"), (BatchNorm2d, "BatchNorm2d"))}
 
 
 def _compare(classes, cases, aspects) -> None:

@@ -14,8 +14,10 @@ flags such routes in the submitted source for the instructor.
 """
 from __future__ import annotations
 
+from autograder import integrity
 from autograder.messages import fail
 from autograder.sandbox.observe import NORMALIZATION_OP, OpRecorder  # noqa: F401 - OpRecorder re-exported
+from autograder.side import Student, students
 
 # torch's normalization classes, by module and qualified name (as the student's side reports them).
 TORCH_NORM_CLASSES = {
@@ -57,6 +59,18 @@ def check_class(student, what: str) -> None:
             )
     if not info["is_module"]:
         fail(f"`{what}` must subclass torch.nn.Module so it has parameters, buffers and state_dict.")
+
+
+def own_classes(*named) -> list[Student]:
+    """The student's classes, from ``(class, name)`` pairs, as the checks hold them (on one side),
+    once each is known to be an ``nn.Module`` of their own; first, whether the notebook changed
+    what the checks rely on (:func:`autograder.integrity.check_untampered`)."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    found = students(*named)
+    for cls in found:
+        check_class(cls, cls.what)
+    return found
 
 
 def check_no_torch_norm_submodule(layer, what: str) -> None:

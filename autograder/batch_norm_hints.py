@@ -192,6 +192,12 @@ def _raises_hint(f: Finding) -> str | None:
     detail = f.detail
     if "ZeroDivisionError" in detail and f.case.kwargs.get("momentum", 0.1) is None:
         return "with momentum=None, add 1 to num_batches_tracked before dividing by it."
+    if "more than 1 value per channel" in detail and detail.startswith("yours raised"):
+        return (
+            "torch does not raise here: this forward normalizes with the running statistics (eval mode "
+            "with track_running_stats=True), so one value per channel is fine. Raise the one-value "
+            "error only when batch statistics are used (training, or track_running_stats=False)."
+        )
     if "more than 1 value per channel" in detail:
         return (
             "with a single value per channel the batch variance is 0. Like torch, raise "

@@ -27,6 +27,7 @@ BUGS = {
     "bug_affine_false_keeps_params": {"contract": "torch has the parameters none"},
     "bug_assert_input_dim": {"contract": "raise ValueError like torch"},
     "bug_batch_check_training_only": {"contract": "eval with track_running_stats=False"},
+    "bug_one_value_error_in_eval": {"running": "torch does not raise here", "contract": "torch does not raise here"},
     "bug_batch_mean_var_unbiased": {"statistics": "unbiased variance"},
     "bug_bn1d_2d_only": {"statistics": "one value per channel", "training": "RuntimeError",
                          "running": "RuntimeError", "contract": "RuntimeError"},

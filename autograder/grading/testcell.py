@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import io
 
 import nbformat
@@ -52,7 +53,8 @@ def run(source: str, side: Side) -> list:
                 f"The notebook has replaced {shown}. Checks do not credit a notebook that modifies "
                 "torch, numpy or autograder: this part earns no points."
             )
-        exec(compile(source, "<test cell>", "exec"), namespace)  # the instructor's code
+        with contextlib.redirect_stdout(printed):  # what the checks print (notes) joins the cell's output
+            exec(compile(source, "<test cell>", "exec"), namespace)  # the instructor's code
     except CheckFailed as failure:
         error = ("CheckFailed", str(failure))
     except StudentCodeFailed as failure:

@@ -283,10 +283,8 @@ def _layer_norm_differs(LayerNorm: Student, config, device) -> str | None:
     )
 
 
-def _encoder_hint(got: torch.Tensor, reference: dict, LayerNorm: Student, config, device) -> str:
-    differs = _layer_norm_differs(LayerNorm, config, device)
-    if differs:
-        return differs
+def _wiring_hint(got: torch.Tensor, reference: dict) -> str:
+    """What a wrongly wired encoder (with a correct LayerNorm) most likely does."""
     if matches(reference["before_post_layernorm"], got, reference["last_hidden_state"]):
         return "the final post_layernorm is missing: apply it to the encoder's output."
     if matches(reference["eps_1e-5"], got, reference["last_hidden_state"]):
@@ -297,27 +295,67 @@ def _encoder_hint(got: torch.Tensor, reference: dict, LayerNorm: Student, config
     )
 
 
-def _check_output(model: Student, LayerNorm: Student, config, reference: dict, device, where) -> None:
-    """The encoder's forward on the reference's pixel values gives its ``last_hidden_state``,
-    without torch's normalization kernels."""
+def _forward(model: Student, pixels: torch.Tensor, device, expected_shape, LayerNorm: Student | None = None,
+             eps: float | None = None) -> torch.Tensor | str:
+    """The encoder's output on ``pixels`` (with reference LayerNorms in place of the student's
+    when ``LayerNorm`` is given), or what went wrong: an exception or a wrong shape.  Calling
+    torch's normalization fails at once: that is never excused."""
     __tracebackhide__ = True
-    pixels = reference["pixel_values"]
-    report = model.call("observe_siglip.forward", pixels, device)
+    if LayerNorm is None:
+        report = model.call("observe_siglip.forward", pixels, device)
+    else:
+        report = model.call("observe_siglip.forward_with_reference_norms", LayerNorm.handle, eps, pixels, device)
     if "error" in report:
         error = report["error"]
-        fail(f"{where}: forward on pixel_values {shape_str(pixels.shape)} raised {error.name}: {error}")
+        return f"forward on pixel_values {shape_str(pixels.shape)} raised {error.name}: {error}"
     forbidden.report_normalization_ops(list(report["normalization_ops"]), ENCODER)
-    expected, got = reference["last_hidden_state"], report["output"]
-    if not isinstance(got, torch.Tensor) or got.shape != expected.shape:
+    got = report["output"]
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != tuple(expected_shape):
         shown = shape_str(got.shape) if isinstance(got, torch.Tensor) else report["type"]
-        fail(f"{where}: forward must return last_hidden_state of shape {shape_str(expected.shape)} "
-             f"(batch, patches, hidden_size); got {shown}.")
+        return (f"forward must return last_hidden_state of shape {shape_str(expected_shape)} "
+                f"(batch, patches, hidden_size); got {shown}.")
+    return got
+
+
+def _judge(got: torch.Tensor | str, reference: dict) -> str | None:
+    """What is wrong with an encoder output (``None``: it matches Hugging Face's)."""
+    if isinstance(got, str):
+        return got
+    expected = reference["last_hidden_state"]
     gap = discrepancy(got, expected, expected)
-    if gap is not None:
-        fail(
-            f"{where}: your last_hidden_state differs from SiglipVisionModel's by up to "
-            f"{gap.max_error:.3g} (allowed {gap.allowed:.1g}).\nLikely cause: {_encoder_hint(got, reference, LayerNorm, config, device)}"
-        )
+    if gap is None:
+        return None
+    return (f"your last_hidden_state differs from SiglipVisionModel's by up to {gap.max_error:.3g} "
+            f"(allowed {gap.allowed:.1g}).")
+
+
+def _check_output(model: Student, LayerNorm: Student, config, reference: dict, device, where) -> None:
+    """The encoder's forward on the reference's pixel values gives its ``last_hidden_state``,
+    without torch's normalization kernels.
+
+    Part 3 grades the wiring, not the LayerNorm a second time: when the output is wrong and the
+    student's LayerNorm alone differs from torch's, the same encoder with reference LayerNorms in
+    their places must match; then the part passes and a note names the LayerNorm as the cause.
+    """
+    __tracebackhide__ = True
+    pixels, shape = reference["pixel_values"], reference["last_hidden_state"].shape
+    got = _forward(model, pixels, device, shape)
+    problem = _judge(got, reference)
+    if problem is None:
+        return
+    differs = _layer_norm_differs(LayerNorm, config, device)
+    if differs is None:
+        hint = f"\nLikely cause: {_wiring_hint(got, reference)}" if isinstance(got, torch.Tensor) else ""
+        fail(f"{where}: {problem}{hint}")
+    rewired = _forward(model, pixels, device, shape, LayerNorm=LayerNorm, eps=config.layer_norm_eps)
+    rewired_problem = _judge(rewired, reference)
+    if rewired_problem is not None:
+        hint = f" And {_wiring_hint(rewired, reference)}" if isinstance(rewired, torch.Tensor) else ""
+        fail(f"{where}: {problem} With a reference LayerNorm in place of yours: {rewired_problem} "
+             f"So the wiring is wrong too.\nLikely causes: {differs}{hint}")
+    print(f"Note ({where}): your encoder is wired right: with a reference LayerNorm in place of yours it "
+          f"matches SiglipVisionModel. With yours, {problem} The cause: {differs} "
+          "(That bug is graded in Parts 1 and 2, not here.)")
 
 
 def _fresh_reference(name: str, weights: dict) -> dict:

@@ -23,13 +23,13 @@ PARTS = {
 LN_WRONG = "your LayerNorm itself differs from torch.nn.LayerNorm"
 BUGS = {
     "bug_affine_off_keeps_parameters": {"contract": "torch has the parameters none"},
-    "bug_batch_statistics": {"forward": "over the batch (that is BatchNorm)", "siglip": LN_WRONG},
+    "bug_batch_statistics": {"forward": "over the batch (that is BatchNorm)"},
     "bug_bias_flag_ignored": {"contract": "unexpected ['bias']"},
     "bug_detached_statistics": {"forward": "detached"},
     "bug_empty_normalized_shape": {"contract": "empty normalized_shape but refuse to run it"},
-    "bug_eps_hardcoded": {"forward": "instead of the layer's `eps` (1e-06)", "siglip": LN_WRONG},
-    "bug_eps_outside_sqrt": {"forward": "inside the square root", "siglip": LN_WRONG},
-    "bug_first_dims_after_batch": {"forward": "right after the batch", "siglip": LN_WRONG},
+    "bug_eps_hardcoded": {"forward": "instead of the layer's `eps` (1e-06)"},
+    "bug_eps_outside_sqrt": {"forward": "inside the square root"},
+    "bug_first_dims_after_batch": {"forward": "right after the batch"},
     "bug_last_dim_only": {"forward": "last dimension only"},
     "bug_no_shape_check": {"contract": "torch raises RuntimeError"},
     "bug_normalized_shape_not_tuple": {"contract": "attribute `normalized_shape` is 6, torch's is (6,)"},
@@ -39,7 +39,8 @@ BUGS = {
     "bug_siglip_post_ln_wiring": {"siglip": "pre-LN wiring"},
     "bug_siglip_shared_norm": {"siglip": "holds 3 instances of your LayerNorm"},
     "bug_siglip_source_name": {"siglip": "not post_layer_norm"},
-    "bug_unbiased_variance": {"forward": "unbiased variance", "siglip": LN_WRONG},
+    "bug_siglip_wiring_and_unbiased": {"forward": "unbiased variance", "siglip": "So the wiring is wrong too"},
+    "bug_unbiased_variance": {"forward": "unbiased variance"},
 }
 CHEATS = {
     "cheat_aten_layer_norm": no_points("forward", "contract", "siglip"),
@@ -116,3 +117,12 @@ def test_forward_replaying_the_stored_output_fails_the_hidden_check():
     message = run_parts(namespace, siglip, full=True)["siglip"]
     assert message is not None and checks.FRESH_PIXELS in message, message
     assert "differs from SiglipVisionModel's" in message, message
+
+
+def test_a_layer_norm_bug_is_not_charged_twice(capsys):
+    """Part 3 grades the wiring: an encoder wired right on a wrong LayerNorm passes it, and a note
+    names the LayerNorm as what makes its output differ."""
+    namespace = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", "bug_unbiased_variance"))
+    assert run_parts(namespace, {"siglip": PARTS["siglip"]}, full=False) == {"siglip": None}
+    printed = capsys.readouterr().out
+    assert "your encoder is wired right" in printed and LN_WRONG in printed, printed

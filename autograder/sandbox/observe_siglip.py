@@ -8,6 +8,8 @@ reached by :mod:`autograder.layer_norm`, on the trusted side.
 """
 from __future__ import annotations
 
+import copy
+
 import torch
 from torch import nn
 
@@ -86,6 +88,47 @@ def forward(model, pixel_values: torch.Tensor, device) -> dict:
     if isinstance(out, torch.Tensor):
         return {"output": _plain_tensor(out), "type": "Tensor", "normalization_ops": _ops(recorder)}
     return {"output": None, "type": type(out).__name__, "normalization_ops": _ops(recorder)}
+
+
+class _ReferenceLayerNorm(nn.Module):
+    """The grader's stand-in for the student's LayerNorm: over the last dimension,
+    ``y = (h − μ) / sqrt(σ² + ε) · weight + bias`` with the biased σ², from primitives."""
+
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor, eps: float):
+        super().__init__()
+        self.weight, self.bias, self.eps = weight, bias, eps
+
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        mean = h.mean(-1, keepdim=True)
+        var = (h - mean).pow(2).mean(-1, keepdim=True)
+        return (h - mean) / torch.sqrt(var + self.eps) * self.weight + self.bias
+
+
+def _with_reference_norms(model, layer_norm_cls, eps: float):
+    """A copy of ``model`` in which every instance of ``layer_norm_cls`` is replaced by a
+    :class:`_ReferenceLayerNorm` holding that instance's loaded ``weight`` and ``bias``."""
+    model = copy.deepcopy(model)
+    for name, module in list(model.named_modules()):
+        if not name or not isinstance(module, layer_norm_cls):
+            continue
+        weight, bias = getattr(module, "weight", None), getattr(module, "bias", None)
+        if not isinstance(weight, torch.Tensor) or not isinstance(bias, torch.Tensor):
+            raise TypeError(f"`{name}` has no weight and bias tensors to hand to a reference LayerNorm")
+        parent_name, _, child = name.rpartition(".")
+        parent = model.get_submodule(parent_name) if parent_name else model
+        setattr(parent, child, _ReferenceLayerNorm(weight.detach().clone(), bias.detach().clone(), eps))
+    return model
+
+
+def forward_with_reference_norms(model, layer_norm_cls, eps: float, pixel_values: torch.Tensor, device) -> dict:
+    """As :func:`forward`, on a copy of ``model`` whose LayerNorms (the instances of
+    ``layer_norm_cls``) are :class:`_ReferenceLayerNorm`: the student's wiring with a correct
+    LayerNorm, so that a LayerNorm bug is charged to the LayerNorm parts only."""
+    try:
+        swapped = _with_reference_norms(model, layer_norm_cls, eps)
+    except Exception as error:  # noqa: BLE001
+        return {"error": RemoteError.of(error)}
+    return forward(swapped, pixel_values, device)
 
 
 def layer_norm_alone(cls, hidden_size: int, eps: float, device, x: torch.Tensor) -> dict:

@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from html.parser import HTMLParser
+from pathlib import Path
 
 import pytest
 import yaml
 
-from course import REPO
+from course import REPO, tool_env
 from leaks import html_text, leaked
 
 pytestmark = pytest.mark.slow
@@ -109,3 +112,48 @@ def test_math_uses_the_vendored_mathjax_on_every_page(built_book):
             assert target == (built_book / "_static" / "mathjax" / "tex-svg.js").resolve(), (page, src)
             assert target.is_file(), (page, src)
     assert with_math >= 1, "no page with equations: is dollarmath still parsed?"
+
+
+# What only instructors read: where the solutions live, how grading works and guards itself.
+INSTRUCTOR_ONLY = ("solutions/", "Instructor guide", "autograder.grade", "generate_assignment", "nbgitpuller pulls")
+
+
+def test_the_student_book_leaves_out_the_instructor_guide(built_book):
+    """Students read the hosted book: it does not say where the solutions live or how the grader
+    guards itself (that is the instructor guide's, a site of its own)."""
+    found = []
+    for page in built_book.rglob("*.html"):
+        text = html_text(page.read_text())
+        found += [f"{page.relative_to(built_book)}: {phrase!r}" for phrase in INSTRUCTOR_ONLY if phrase in text]
+    assert found == [], found
+    assert not list(built_book.rglob("*instructor*")), "an instructor page is in the student build"
+
+
+# Paths of the machine that built the book: a traceback or a printed path would show them.
+LOCAL_PATH = re.compile(r"(/work/|/home/|/root/|/tmp/|/usr/lib/python|site-packages|\.venv/|dist-packages)")
+
+
+def test_no_page_shows_a_path_of_the_build_machine(built_book):
+    shown = []
+    for page in built_book.rglob("*.html"):
+        text = html_text(page.read_text())
+        shown += [f"{page.relative_to(built_book)}: …{text[max(0, m.start() - 60):m.end() + 40]}…"
+                  for m in LOCAL_PATH.finditer(text)]
+    assert shown == [], shown[:10]
+
+
+def test_the_instructor_guide_builds_as_its_own_site(tmp_path):
+    """`jupyter-book build book/instructor` (as the README says) builds the guide with warnings as
+    errors, loading nothing from other hosts."""
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "jupyter-book"), "build", "--warningiserror", "--keep-going",
+         "--path-output", str(tmp_path), str(REPO / "book" / "instructor")],
+        capture_output=True, text=True, timeout=600, env=tool_env(),
+    )
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    guide = tmp_path / "_build" / "html" / "guide.html"
+    text = html_text(guide.read_text())
+    assert "Grading a class" in text and "solutions/" in text
+    parser = _Resources()
+    parser.feed(guide.read_text())
+    assert [url for _, url in parser.found if _external(url)] == []

@@ -225,3 +225,19 @@ def test_the_scan_leaves_the_released_scaffold_alone():
     for assignment in ASSIGNMENTS:
         assert scan_source(_student_cells(release_notebook(assignment))) == [], assignment
         assert scan_source([(0, solution_code(assignment))]) == [], assignment
+
+
+def test_grading_a_course_that_never_generated_the_assignment_says_what_to_run(tmp_path):
+    """A fresh course copy has no gradebook (or one without this assignment): the command stops
+    before grading anyone and names the command that fixes it."""
+    from nbgrader.api import Gradebook
+
+    from autograder.grading.grade import Limits, grade_class
+
+    (tmp_path / "submitted" / "ada" / "02_batch_norm").mkdir(parents=True)
+    for setup in ("no gradebook", "another assignment only"):
+        if setup == "another assignment only":
+            with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+                gb.add_assignment("01_covariate_shift")
+        with pytest.raises(SystemExit, match=r"nbgrader generate_assignment 02_batch_norm --force"):
+            grade_class(tmp_path, "02_batch_norm", workers=1, limits=Limits())

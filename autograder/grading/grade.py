@@ -203,6 +203,20 @@ def merge(course: Path, private: Path, assignment: str, student: str) -> None:
         dst.db.commit()
 
 
+def has_assignment(course: Path, assignment: str) -> bool:
+    """Whether the course's gradebook exists and records ``assignment`` (``generate_assignment`` did)."""
+    from nbgrader.api import Gradebook, MissingEntry
+
+    if not (course / "gradebook.db").exists():
+        return False
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        try:
+            gb.find_assignment(assignment)
+        except MissingEntry:
+            return False
+    return True
+
+
 def register(course: Path, student: str) -> None:
     """Put a student whose notebook could not be graded on the roster (export then lists them)."""
     from nbgrader.api import Gradebook
@@ -233,8 +247,9 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                 out=sys.stdout) -> list[Outcome]:
     """Grade every submission of ``assignment``; return one outcome per student."""
     students = submitted_students(course, assignment)
-    if not (course / "gradebook.db").exists():
-        raise SystemExit(f"no gradebook in {course}: run `nbgrader generate_assignment {assignment}` first")
+    if not has_assignment(course, assignment):
+        raise SystemExit(f"the gradebook in {course} does not know {assignment} (a fresh course copy?): "
+                         f"run `nbgrader generate_assignment {assignment} --force` first")
     if limits.sandboxed:
         try:
             check_available(Sandbox(memory_mb=limits.memory_mb, gpu=limits.gpu))

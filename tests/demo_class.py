@@ -98,7 +98,7 @@ def layer_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
         "solution": (source_notebook(a), [4, 3, 3]),
         "stub": (release(a), [0, 0, 0]),
         "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [4, 3, 3]),
-        "eps_hardcoded": (notebook_with_code(a, catalogue(a, "bug_eps_hardcoded")), [0, 3, 0]),
+        "eps_hardcoded": (notebook_with_code(a, catalogue(a, "bug_eps_hardcoded")), [0, 3, 3]),  # Part 3 grades the wiring
         "siglip_default_eps": (notebook_with_code(a, catalogue(a, "bug_siglip_default_eps")), [4, 3, 0]),
         "functional_cheat": (notebook_with_code(a, catalogue(a, "cheat_functional_layer_norm")), [0, 0, 0]),
         "torch_norm_in_encoder": (notebook_with_code(a, catalogue(a, "cheat_torch_layernorm_in_encoder")), [4, 3, 0]),

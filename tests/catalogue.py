@@ -62,6 +62,9 @@ class Catalogue:
 
     def assert_stub_fails(self) -> None:
         stub = "\n\n".join(c.source for c in release_notebook(self.assignment).cells if is_solution_cell(c))
+        # An answer cell's stub raises at the top level (a question not answered yet): as in the
+        # notebook, that cell fails and the others still run.
+        stub = "\n".join(line for line in stub.splitlines() if line != "raise NotImplementedError()")
         got = self.results(stub, full=False)
         assert all(message and "NotImplementedError" in message for message in got.values()), got
 

@@ -1,0 +1,88 @@
+"""Drive a student's ``torch.autograd.Function`` (exercise 02b) and report what it did.
+
+Runs where the student's code runs and decides nothing: it applies the Function to leaves that
+require gradients, asks autograd for the gradients with the grader's upstream gradient, and
+reports the output, the gradients, which node autograd recorded, and the aten ops the Function
+ran, in particular any that ran with gradients enabled (a Function whose forward or backward
+builds a graph lets autograd do the differentiation). :mod:`autograder.backward` judges it.
+"""
+from __future__ import annotations
+
+import torch
+
+from autograder.sandbox.observe import NORMALIZATION_OP, OpRecorder, _plain_tensor
+from autograder.wire import RemoteError
+
+MAX_OPS_SHOWN = 8
+
+
+class _GradModeRecorder(OpRecorder):
+    """An :class:`OpRecorder` that also notes the ops run while gradients were enabled."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.with_grad: set[str] = set()
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if torch.is_grad_enabled():
+            self.with_grad.add(func.name())
+        return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+def function_info(fn) -> dict:
+    """Whether ``fn`` is a ``torch.autograd.Function`` subclass, and its class chain."""
+    if not isinstance(fn, type):
+        return {"is_function": False, "type": type(fn).__name__, "mro": []}
+    return {
+        "is_function": issubclass(fn, torch.autograd.Function),
+        "type": "type",
+        "mro": [[str(getattr(k, "__module__", "")), str(getattr(k, "__qualname__", ""))] for k in fn.__mro__],
+    }
+
+
+def _leaf(t: torch.Tensor, device) -> torch.Tensor:
+    return t.to(device).detach().requires_grad_()  # .to keeps the memory format (channels_last)
+
+
+def apply(fn, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: float, device,
+          grad_output: torch.Tensor | None = None) -> dict:
+    """``fn.apply(x, weight, bias, eps)`` on fresh leaves on ``device``, then, when
+    ``grad_output`` is given, ``torch.autograd.grad`` of the output for the three inputs (under
+    ``torch.no_grad()``: only the Function itself could turn gradients on).
+
+    Returns ``{"error": RemoteError, "stage": "forward" | "backward"}``, or ``{"output",
+    "node": the type name of output.grad_fn, "node_is_theirs", "input_unchanged",
+    "normalization_ops", "ops_with_grad", "grads": [dx, dweight, dbias] (None where the
+    Function gave none) or None}``.
+    """
+    x, weight, bias = _leaf(x, device), _leaf(weight, device), _leaf(bias, device)
+    x_before = x.detach().clone()
+    recorder = _GradModeRecorder()
+    try:
+        with recorder, torch.enable_grad():  # the caller may be inside a backward (gradcheck)
+            out = fn.apply(x, weight, bias, eps)
+    except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+        return {"error": RemoteError.of(error), "stage": "forward"}
+    if not isinstance(out, torch.Tensor):
+        return {"error": RemoteError.of(TypeError(f"forward returned {type(out).__name__}, not a Tensor")),
+                "stage": "forward"}
+    node = out.grad_fn
+    backward_cls = getattr(fn, "_backward_cls", None)
+    report = {
+        "output": _plain_tensor(out),
+        "node": type(node).__name__ if node is not None else None,
+        "node_is_theirs": node is not None and backward_cls is not None and type(node) is backward_cls,
+        "input_unchanged": bool(torch.equal(x.detach(), x_before)),
+        "grads": None,
+    }
+    if grad_output is not None and out.requires_grad:
+        try:
+            with recorder, torch.no_grad():
+                grads = torch.autograd.grad(out, (x, weight, bias), grad_output.to(device, out.dtype),
+                                            allow_unused=True)
+        except Exception as error:  # noqa: BLE001
+            return {"error": RemoteError.of(error), "stage": "backward"}
+        report["grads"] = [None if g is None else _plain_tensor(g) for g in grads]
+    report["normalization_ops"] = recorder.normalization_ops()
+    report["ops_with_grad"] = sorted(recorder.with_grad)[:MAX_OPS_SHOWN]
+    return report

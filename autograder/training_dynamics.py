@@ -1,0 +1,362 @@
+"""Checks for the exercise ``06_training_dynamics``: ``GhostBatchNorm``, two training
+diagnostics, and ``fold_batch_norm``.
+
+* ``GhostBatchNorm(num_features, virtual_batch_size, ...)`` is compared, step by step by
+  :mod:`autograder.engine`, with torch's BatchNorm applied to each virtual batch in turn
+  (:class:`GhostReference`): outputs, gradients, running statistics, ``num_batches_tracked``.
+* ``effective_learning_rate(w, lr)`` and ``update_to_data_ratio(before, after)`` against their
+  definitions, computed here.
+* ``fold_batch_norm(conv, bn)`` against ``torch.nn.utils.fusion.fuse_conv_bn_eval`` and against
+  conv → BN itself; it runs in the student's process on modules built there
+  (:mod:`autograder.sandbox.observe_fold`).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+from torch import nn
+from torch.nn.utils.fusion import fuse_conv_bn_eval
+
+from autograder import engine, forbidden, integrity
+from autograder.devices import devices_for
+from autograder.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
+from autograder.inputs import channel_input, random_tensor
+from autograder.messages import fail, shape_str
+from autograder.numerics import closest_explanation, discrepancy, matches
+from autograder.side import student
+from autograder.wire import RemoteError
+
+F64, F32 = torch.float64, torch.float32
+GHOST = "GhostBatchNorm"
+
+
+class GhostReference(nn.modules.batchnorm._BatchNorm):
+    """torch's BatchNorm applied to each virtual batch in turn (``x.split(virtual_batch_size)``)
+    whenever batch statistics are used; eval mode with running statistics is plain BatchNorm."""
+
+    def __init__(self, num_features, virtual_batch_size, eps=1e-5, momentum=0.1, affine=True,
+                 track_running_stats=True, device=None, dtype=None):
+        super().__init__(num_features, eps, momentum, affine, track_running_stats, device, dtype)
+        self.virtual_batch_size = virtual_batch_size
+
+    def _check_input_dim(self, x):
+        if x.dim() not in (2, 3, 4):
+            raise ValueError(f"expected 2D, 3D or 4D input (got {x.dim()}D input)")
+
+    def forward(self, x):
+        if not self.training and self.track_running_stats:
+            return super().forward(x)
+        return torch.cat([super(GhostReference, self).forward(chunk) for chunk in x.split(self.virtual_batch_size)])
+
+
+def _steps(shape, seed, modes, mean=0.0, std=1.0):
+    return [Step("eval" if m.startswith("eval") else "train",
+                 channel_input(shape, seed=seed * 10 + i, mean=mean, std=std), m.endswith("no-grad"))
+            for i, m in enumerate(modes)]
+
+
+def _state(channels, seed, affine=True, tracked=False):
+    state = {}
+    if affine:
+        state["weight"] = random_tensor((channels,), seed, 0.5, 1.5)
+        state["bias"] = random_tensor((channels,), seed + 1, -0.5, 0.5)
+    if tracked:
+        state["running_mean"] = random_tensor((channels,), seed + 2, -1.0, 1.0)
+        state["running_var"] = random_tensor((channels,), seed + 3, 0.5, 2.0)
+    return state
+
+
+def _ghost_case(shape, vbs, kwargs=None, modes=("train", "train", "eval"), dtype=F64, device=None, mean=0.0,
+                note="", seed=0, tracked_state=False):
+    kwargs = dict(kwargs or {})
+    note = f"virtual batches of {vbs}" + (f", {note}" if note else "")
+    return Case(GHOST, (shape[1], vbs), kwargs, _steps(shape, seed, modes, mean=mean), dtype,
+                device or torch.device("cpu"), _state(shape[1], seed, kwargs.get("affine", True), tracked_state),
+                note, reference="torch's BatchNorm applied to each virtual batch in turn")
+
+
+def _ghost_cases(full: bool) -> list[Case]:
+    cases = []
+    for device in devices_for(full):
+        d = dict(device=device)
+        cases += [
+            _ghost_case((8, 3), 4, seed=1, **d),
+            _ghost_case((12, 3, 4, 4), 4, seed=2, **d),
+            _ghost_case((10, 3), 4, note="the last virtual batch holds 2", seed=3, **d),
+        ]
+        if full:
+            cases += [
+                _ghost_case((6, 2, 5), 3, seed=4, **d),
+                _ghost_case((8, 3), 4, {"momentum": None}, modes=("train", "train", "train", "eval"), seed=5, **d),
+                _ghost_case((8, 3, 2, 2), 2, {"affine": False}, seed=6, **d),
+                _ghost_case((8, 3), 4, {"track_running_stats": False}, seed=7, **d),
+                _ghost_case((6, 3), 8, note="one virtual batch: plain BatchNorm", seed=8, **d),
+                _ghost_case((8, 3), 4, modes=("train-no-grad", "train", "eval"), seed=9, tracked_state=True, **d),
+                _ghost_case((16, 4), 4, {"eps": 1e-3}, dtype=F32, mean=100.0, note="float32, mean 100", seed=10, **d),
+            ]
+    return cases
+
+
+def _one_update(f: Finding, stats_of) -> torch.Tensor | None:
+    """The running buffer after one update per step from ``stats_of(x)`` (the wrong schedule)."""
+    momentum = f.case.kwargs.get("momentum", 0.1)
+    old = f.state_before.get(f.name)
+    if momentum is None or not isinstance(old, torch.Tensor):
+        return None
+    x = f.step.x.double()
+    mean, var = stats_of(x)
+    new = mean if f.name == "running_mean" else var
+    return (1 - momentum) * old.double() + momentum * new
+
+
+def _ghost_hint(f: Finding) -> str | None:
+    vbs = f.case.args[1]
+    x = f.step.x.double()
+    dims = [0] + list(range(2, x.dim()))
+    if f.aspect == OUTPUT and f.student is not None and f.exact is not None and f.student.shape == f.exact.shape:
+        var, mean = torch.var_mean(x, dim=dims, correction=0, keepdim=True)
+        whole = (x - mean) / torch.sqrt(var + f.case.kwargs.get("eps", 1e-5))
+        if f.case.kwargs.get("affine", True):
+            view = [1, -1] + [1] * (x.dim() - 2)
+            whole = whole * f.case.state["weight"].reshape(view) + f.case.state["bias"].reshape(view)
+        if matches(whole, f.student, f.exact):
+            return (f"you normalized the whole batch at once; a ghost BatchNorm normalizes each virtual batch of "
+                    f"{vbs} samples with its own statistics (x.split({vbs})).")
+        return None
+    if f.aspect == BUFFERS and f.name == "num_batches_tracked":
+        return f"num_batches_tracked grows by one per virtual batch ({math.ceil(x.shape[0] / vbs)} per step here), as torch's BatchNorm applied chunk by chunk counts it."
+    if f.aspect == BUFFERS and f.name in ("running_mean", "running_var") and f.student is not None and f.exact is not None:
+        whole = _one_update(f, lambda t: (t.mean(dim=dims), t.var(dim=dims, correction=1)))
+        chunks = x.split(vbs)
+        averaged = _one_update(f, lambda t: (torch.stack([c.mean(dim=dims) for c in chunks]).mean(0),
+                                             torch.stack([c.var(dim=dims, correction=1) for c in chunks]).mean(0)))
+        candidates = [(c, text) for c, text in (
+            (whole, "the running statistics were updated once per step with the whole batch's statistics; torch's "
+                    f"BatchNorm applied chunk by chunk updates them once per virtual batch ({len(chunks)} times here), "
+                    "each time with that virtual batch's statistics."),
+            (averaged, "the running statistics were updated once per step with the average of the virtual batches' "
+                       f"statistics; update them once per virtual batch ({len(chunks)} times here), in order."),
+        ) if c is not None]
+        return closest_explanation(candidates, f.student, f.exact)
+    return None
+
+
+def check_ghost_batch_norm(GhostBatchNorm, full: bool = False) -> None:
+    """``GhostBatchNorm`` equals torch's BatchNorm applied to each virtual batch in turn."""
+    __tracebackhide__ = True
+    (cls,) = forbidden.own_classes((GhostBatchNorm, GHOST))
+    for case in _ghost_cases(full):
+        engine.compare_case(cls, GhostReference, case, ALL_ASPECTS, _ghost_hint, GHOST)
+    layer = cls.construct((3, 4))
+    if isinstance(layer, RemoteError):
+        fail(f"GhostBatchNorm(3, 4) raised {layer.name}: {layer}")
+    report = layer.call("observe.state_dict")
+    wanted = sorted(nn.BatchNorm1d(3).state_dict())
+    if "error" in report or sorted(report["state"]) != wanted:
+        got = report.get("state", {})
+        fail(f"GhostBatchNorm(3, 4).state_dict() has keys {sorted(got)}; a checkpoint of torch's BatchNorm1d(3) has "
+             f"{wanted}, and the two must load into each other.")
+
+
+# --- part 2: diagnostics -----------------------------------------------------------------------
+
+def effective_rate(w: torch.Tensor, lr: float) -> torch.Tensor:
+    """lr / ‖w_c‖² for every output unit c (the rows of ``w.flatten(1)``)."""
+    return lr / w.flatten(1).pow(2).sum(dim=1)
+
+
+def _call(fn, name, args, where):
+    __tracebackhide__ = True
+    report = fn.call("observe.call", tuple(args), record=False)
+    got = report["result"]
+    if isinstance(got, RemoteError):
+        fail(f"{where} raised {got.name}: {got}")
+    if any(report["inputs_changed"]):
+        fail(f"{where} modified its input in place; a diagnostic must leave the weights alone.")
+    return got
+
+
+def _rate_hint(got, w, lr, exact) -> str | None:
+    w = w.double().cpu()
+    rows = w.flatten(1)
+    candidates = [
+        (torch.full_like(exact, lr / float(w.pow(2).sum())), "one number for the whole tensor: each output unit's "
+         "weights w_c are scale-invariant on their own (BN normalizes each channel), so lr / ‖w_c‖² per row of w.flatten(1)."),
+        (lr / rows.norm(dim=1), "divide by the squared norm ‖w_c‖², not the norm: the gradient scales as 1/‖w‖ and "
+         "the angle it turns w by as 1/‖w‖²."),
+        (lr * rows.pow(2).sum(dim=1), "inverted: a larger weight norm makes the effective step smaller, lr / ‖w_c‖²."),
+        (lr / rows.pow(2).mean(dim=1), "a mean where the squared norm needs a sum: ‖w_c‖² = Σ w²."),
+    ]
+    return closest_explanation(candidates, got, exact)
+
+
+def check_diagnostics(effective_learning_rate, update_to_data_ratio, full: bool = False) -> None:
+    """``effective_learning_rate(w, lr)`` = lr / ‖w_c‖² per output unit, and
+    ``update_to_data_ratio(before, after)`` = log10(std(after − before) / std(before))."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    rate = student(effective_learning_rate, "effective_learning_rate")
+    ratio = student(update_to_data_ratio, "update_to_data_ratio")
+    shapes = [((4, 3), 0.1, F64), ((6, 3, 3, 3), 0.01, F64)]
+    if full:
+        shapes += [((5, 8), 0.5, F32), ((2, 4, 1, 1), 1e-3, F64), ((8, 2, 5), 0.05, F32)]
+    for device in devices_for(full):
+        for seed, (shape, lr, dtype) in enumerate(shapes):
+            w = (random_tensor(shape, 40 + seed, -1.0, 1.0) * (1 + seed)).to(device, dtype)
+            where = f"effective_learning_rate(w of shape {shape_str(shape)}, {str(dtype).replace('torch.', '')} on {device.type}, lr={lr:g})"
+            got = _call(rate, "effective_learning_rate", (w.clone(), lr), where)
+            exact = effective_rate(w.double(), lr).cpu()
+            if not isinstance(got, torch.Tensor) or tuple(got.shape) != (shape[0],):
+                shown = shape_str(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+                fail(f"{where}: return a tensor of shape ({shape[0]},), one effective rate per output unit; got {shown}.")
+            gap = discrepancy(got, effective_rate(w, lr), exact)
+            if gap is not None:
+                hint = _rate_hint(got, w, lr, exact)
+                fail(f"{where}: your rate for unit {gap.index[0]} is {gap.student_value:.6g}, expected "
+                     f"{gap.expected_value:.6g} (lr / ‖w_c‖²)." + (f"\nLikely cause: {hint}" if hint else ""))
+            after = w - lr * random_tensor(shape, 60 + seed, -1.0, 1.0).to(device, dtype)
+            where = f"update_to_data_ratio(before, after of shape {shape_str(shape)}, {str(dtype).replace('torch.', '')} on {device.type})"
+            got = _call(ratio, "update_to_data_ratio", (w.clone(), after.clone()), where)
+            before64, after64 = w.double().cpu(), after.double().cpu()
+            expected = math.log10(float((after64 - before64).std() / before64.std()))
+            if isinstance(got, torch.Tensor) and got.numel() == 1:
+                got = float(got)
+            if not isinstance(got, float) or isinstance(got, bool):
+                fail(f"{where}: return a Python float (use .item()); got {type(got).__name__}.")
+            tolerance = 1e-9 if dtype == F64 else 1e-5
+            if not abs(got - expected) <= tolerance * max(1.0, abs(expected)):
+                linear = 10 ** expected
+                hint = None
+                if math.isclose(got, linear, rel_tol=1e-4):
+                    hint = "return log10 of the ratio, as makemore plots it (−3 means an update of 1/1000 of the data)."
+                elif math.isclose(got, math.log10(float((after64 - before64).std() / after64.std())), rel_tol=1e-6):
+                    hint = "divide by the spread of the weights before the update, std(before)."
+                elif math.isclose(got, math.log10(float((after64 - before64).std(correction=0) / before64.std(correction=0))), rel_tol=1e-9) and dtype == F64:
+                    hint = None  # the biased std gives the same ratio: not the cause
+                fail(f"{where}: your ratio is {got:.8g}, expected {expected:.8g} = log10(std(after − before) / std(before))."
+                     + (f"\nLikely cause: {hint}" if hint else ""))
+
+
+# --- part 3: folding BN into the convolution --------------------------------------------------
+
+def _fold_cases(full: bool) -> list[tuple[dict, dict, torch.dtype, str]]:
+    """(conv kwargs, bn kwargs, dtype, note)."""
+    cases = [
+        ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1}, {"num_features": 4}, F64, ""),
+        ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "bias": False}, {"num_features": 4}, F64, "no conv bias"),
+    ]
+    if full:
+        cases += [
+            ({"in_channels": 4, "out_channels": 6, "kernel_size": 3, "groups": 2, "stride": 2}, {"num_features": 6}, F64, "groups=2, stride 2"),
+            ({"in_channels": 3, "out_channels": 5, "kernel_size": 1}, {"num_features": 5, "affine": False}, F64, "BN without affine"),
+            ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1}, {"num_features": 4, "eps": 1e-3}, F32, "float32, eps 1e-3"),
+            ({"in_channels": 4, "out_channels": 4, "kernel_size": 3, "groups": 4, "bias": False}, {"num_features": 4}, F32, "depthwise, float32"),
+        ]
+    return cases
+
+
+def _module_states(conv_kwargs, bn_kwargs, seed):
+    conv = nn.Conv2d(**conv_kwargs, dtype=F64)
+    with torch.no_grad():
+        conv.weight.copy_(random_tensor(tuple(conv.weight.shape), seed, -0.5, 0.5))
+        if conv.bias is not None:
+            conv.bias.copy_(random_tensor(tuple(conv.bias.shape), seed + 1, -0.5, 0.5))
+    bn = nn.BatchNorm2d(**bn_kwargs, dtype=F64)
+    c = bn_kwargs["num_features"]
+    with torch.no_grad():
+        bn.running_mean.copy_(random_tensor((c,), seed + 2, -1.0, 1.0))
+        bn.running_var.copy_(random_tensor((c,), seed + 3, 0.2, 3.0))
+        bn.num_batches_tracked.fill_(7)
+        if bn.affine:
+            bn.weight.copy_(random_tensor((c,), seed + 4, 0.5, 1.5))
+            bn.bias.copy_(random_tensor((c,), seed + 5, -0.5, 0.5))
+    return conv.eval(), bn.eval()
+
+
+def _fold_hint(weight, conv, bn) -> str | None:
+    gamma = bn.weight.detach() if bn.affine else torch.ones_like(bn.running_var)
+    exact = fuse_conv_bn_eval(conv, bn).weight.detach()
+    view = (-1, 1, 1, 1)
+    candidates = [
+        (conv.weight * (gamma / torch.sqrt(bn.running_var)).reshape(view), "ε is missing: scale by γ / sqrt(running_var + eps)."),
+        (conv.weight * (gamma / (bn.running_var + bn.eps)).reshape(view), "divide by the standard deviation sqrt(running_var + eps), not the variance."),
+        (conv.weight * gamma.reshape(view), "the division by sqrt(running_var + eps) is missing."),
+    ]
+    if conv.weight.shape[1] == gamma.shape[0] and conv.weight.shape[0] != gamma.shape[0]:
+        candidates.append((conv.weight * (gamma / torch.sqrt(bn.running_var + bn.eps)).reshape(1, -1, 1, 1),
+                           "scaled along the input channels (dim 1); BN scales the convolution's OUTPUT channels (dim 0)."))
+    return closest_explanation([(c.detach(), t) for c, t in candidates], weight.double(), exact)
+
+
+def check_fold_batch_norm(fold_batch_norm, full: bool = False) -> None:
+    """``fold_batch_norm(conv, bn)`` returns one new ``nn.Conv2d`` equal to conv → BN in eval mode,
+    leaving both modules unchanged, without torch's fusion helpers."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    fn = student(fold_batch_norm, "fold_batch_norm")
+    for device in devices_for(full):
+        for seed, (conv_kwargs, bn_kwargs, dtype, note) in enumerate(_fold_cases(full)):
+            conv, bn = _module_states(conv_kwargs, bn_kwargs, 80 + 10 * seed)
+            described = ", ".join(f"{k}={v}" for k, v in conv_kwargs.items())
+            where = (f"fold_batch_norm(Conv2d({described}), BatchNorm2d({', '.join(f'{k}={v}' for k, v in bn_kwargs.items())}))"
+                     f" in {str(dtype).replace('torch.', '')} on {device.type}" + (f", {note}" if note else ""))
+            x = channel_input((2, conv_kwargs["in_channels"], 6, 6), seed=seed)
+            report = fn.call("observe_fold.fold", conv_kwargs, dict(conv.state_dict()), bn_kwargs, dict(bn.state_dict()),
+                             device, dtype, x)
+            _judge_fold(report, conv, bn, x, dtype, where)
+
+
+def _in_dtype(conv: nn.Conv2d, bn: nn.BatchNorm2d, dtype) -> tuple[nn.Conv2d, nn.BatchNorm2d]:
+    """Copies of both modules in ``dtype`` (``Module.to`` would change them in place)."""
+    return copy.deepcopy(conv).to(dtype), copy.deepcopy(bn).to(dtype)
+
+
+def _judge_fold(report: dict, conv: nn.Conv2d, bn: nn.BatchNorm2d, x: torch.Tensor, dtype, where: str) -> None:
+    __tracebackhide__ = True
+    if "error" in report:
+        fail(f"{where} raised {report['error'].name}: {report['error']}")
+    if report["torch_fusion"]:
+        fail(f"{where}: it called torch's {', '.join(report['torch_fusion'])}. Compute the folded weight and bias "
+             "yourself. This part earns no points.")
+    forbidden.report_normalization_ops(list(report["normalization_ops"]), "fold_batch_norm")
+    if not report["is_conv"]:
+        fail(f"{where}: return one nn.Conv2d (the folded convolution); got {report['type']}.")
+    if report["modules_changed"]:
+        fail(f"{where}: it changed conv or bn; build a new Conv2d and leave both modules as they were (the model "
+             "they came from may still be used).")
+    fused = fuse_conv_bn_eval(conv, bn)
+    for name in ("weight", "bias"):
+        mine, exact = report.get(name), getattr(fused, name).detach()
+        if mine is None:
+            fail(f"{where}: the folded convolution has no {name} tensor; BN's shift becomes the new conv's bias.")
+        if tuple(mine.shape) != tuple(exact.shape):
+            fail(f"{where}: the folded {name} has shape {shape_str(mine.shape)}; expected {shape_str(exact.shape)}.")
+        same = getattr(fuse_conv_bn_eval(*_in_dtype(conv, bn, dtype)), name).detach()
+        gap = discrepancy(mine, same, exact)
+        if gap is not None:
+            hint = _fold_hint(mine, conv, bn) if name == "weight" else (
+                "the conv's own bias must be shifted and scaled too: (b − running_mean)·γ/σ + β."
+                if conv.bias is not None else None)
+            fail(f"{where}: the folded {name} differs from torch's fuse_conv_bn_eval by up to {gap.max_error:.3g} at "
+                 f"{list(gap.index)} (yours {gap.student_value:.6g}, expected {gap.expected_value:.6g})."
+                 + (f"\nLikely cause: {hint}" if hint else ""))
+    if "output_error" in report:
+        error = report["output_error"]
+        fail(f"{where}: running the folded convolution raised {error.name}: {error}")
+    with torch.no_grad():
+        exact_out = bn(conv(x))
+        conv_same, bn_same = _in_dtype(conv, bn, dtype)
+        same_out = bn_same(conv_same(x.to(dtype)))
+    mine = report.get("output")
+    if mine is None or mine.shape != exact_out.shape:
+        fail(f"{where}: the folded convolution's output has shape "
+             f"{shape_str(mine.shape) if mine is not None else 'None'}; conv → bn gives {shape_str(exact_out.shape)}.")
+    gap = discrepancy(mine, same_out, exact_out)
+    if gap is not None:
+        fail(f"{where}: the folded convolution's output differs from conv → bn (eval) by up to {gap.max_error:.3g}: "
+             "its stride, padding, dilation and groups must be the original convolution's.")
+
+
+integrity.remember()

@@ -1,8 +1,8 @@
 """Graded questions: a student answers in a variable, the grader compares it with the key.
 
-A question cell in an exercise defines ``answer_q1 = "b"`` (a choice), ``answer_q2 = 0.25`` (a
-number) or ``why_q3 = "..."`` (a one-line justification). Its test cell checks the answer's
-*form* visibly, so a student knows the answer will be read::
+A question cell in an exercise defines ``answer_q1`` (a choice: a string of one letter, or of
+several), ``answer_q2`` (a number) or ``why_q3`` (a one-line justification, a string). Its test
+cell checks the answer's *form* visibly, so a student knows the answer will be read::
 
     questions.check_choice(answer_q1, "Q1", options="abcd")
 
@@ -10,7 +10,7 @@ and, in nbgrader's hidden tests (which only ``solutions/`` holds and which run i
 never in the student's kernel), compares it with the key and explains the reasoning when it is
 wrong; that explanation reaches the student with their feedback::
 
-    questions.grade_choice(answer_q1, "Q1", key="b", why="...")
+    questions.grade_choice(answer_q1, "Q1", key=..., why="...")
 
 The keys and explanations live in the hidden tests only: never in this package, the release or
 the book. Answers are read as plain data (:mod:`autograder.sandbox.observe_answers`), so an

@@ -20,13 +20,34 @@ from course import ASSIGNMENTS, GRADER_DISABLING_CELL, REPO, SUBMISSIONS, notebo
 
 NOT_GRADED = None  # expected points of a submission the grader must give up on (and say why)
 
+
+def questions(n: int) -> list[str]:
+    """The test cells of an exercise's graded questions, at the end of the notebook."""
+    return [f"test_question_{i}" for i in range(1, n + 1)]
+
+
 TEST_CELLS = {
-    "01_covariate_shift": ["test_activation_stats", "test_layer_input", "test_distribution_shift", "test_batch_standardize"],
-    "02_batch_norm": ["test_batch_mean_var", "test_training_forward", "test_running_statistics", "test_module_contract"],
-    "03_layer_norm": ["test_forward", "test_module_contract", "test_siglip_encoder"],
+    "01_covariate_shift": ["test_activation_stats", "test_layer_input", "test_distribution_shift", "test_batch_standardize",
+                           *questions(2)],
+    "02_batch_norm": ["test_batch_mean_var", "test_training_forward", "test_running_statistics", "test_module_contract",
+                      *questions(2)],
+    "03_layer_norm": ["test_forward", "test_module_contract", "test_siglip_encoder", *questions(3)],
     "04_instance_group_norm": ["test_group_norm_forward", "test_group_norm_contract",
-                               "test_instance_norm_forward", "test_instance_norm_contract"],
-    "05_data_vs_layer_norm": ["test_fit", "test_transform", "test_images", "test_as_batch_norm"],
+                               "test_instance_norm_forward", "test_instance_norm_contract", *questions(2)],
+    "05_data_vs_layer_norm": ["test_fit", "test_transform", "test_images", "test_as_batch_norm", *questions(3)],
+    "02b_batch_norm_backward": ["test_batch_norm_function", "test_layer_norm_function", *questions(3)],
+    "06_training_dynamics": ["test_ghost_batch_norm", "test_diagnostics", "test_fold_batch_norm", *questions(2)],
+}
+# Expected points are per test cell, in that order. The code parts come first, the questions
+# last. A submission built from a catalogue file (notebook_with_code) leaves the answer cells
+# empty and earns nothing for the questions; the source notebook and the notebooks built from
+# solution_code (every solution cell, answers included) earn them.
+
+# The 02_batch_norm source notebook with wrong answers, the misconceptions the questions name:
+# full points for the code, none for the questions, and feedback that explains both.
+WRONG_ANSWERS = {
+    "answer_q1": "answer_q1 = 1.4  # the biased variance fed to running_var",
+    "answer_q2": 'answer_q2 = "a"\nwhy_q2 = "The channel is constant, so its variance is zero and only beta remains."',
 }
 
 
@@ -50,85 +71,121 @@ def release(assignment: str) -> nbformat.NotebookNode:
     return nbformat.read(REPO / "exercises" / assignment / f"{assignment}.ipynb", as_version=4)
 
 
+def with_answers(assignment: str, answers: dict[str, str]) -> nbformat.NotebookNode:
+    """The source notebook with the answer cells named in ``answers`` (grade id -> source) replaced."""
+    nb = source_notebook(assignment)
+    cells = {c.metadata.get("nbgrader", {}).get("grade_id"): c for c in nb.cells}
+    for grade_id, source in answers.items():
+        cells[grade_id].source = source
+    return nb
+
+
 def batch_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     """student id -> (notebook, expected points per test cell) for 02_batch_norm."""
     a = "02_batch_norm"
     solution = solution_code(a)
     return {
-        "solution": (source_notebook(a), [2, 3, 3, 2]),
-        "stub": (release(a), [0, 0, 0, 0]),
-        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [2, 3, 3, 2]),
-        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_running_var_biased")), [2, 3, 0, 2]),
-        "eps_outside_sqrt": (notebook_with_code(a, catalogue(a, "bug_eps_outside_sqrt")), [2, 0, 0, 2]),
-        "no_input_check": (notebook_with_code(a, catalogue(a, "bug_no_input_check")), [2, 3, 3, 0]),
+        "solution": (source_notebook(a), [2, 2, 3, 1, 1, 1]),
+        "wrong_answers": (with_answers(a, WRONG_ANSWERS), [2, 2, 3, 1, 0, 0]),
+        "stub": (release(a), [0, 0, 0, 0, 0, 0]),
+        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [2, 2, 3, 1, 0, 0]),
+        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_running_var_biased")), [2, 2, 0, 1, 0, 0]),
+        "eps_outside_sqrt": (notebook_with_code(a, catalogue(a, "bug_eps_outside_sqrt")), [2, 0, 0, 1, 0, 0]),
+        "no_input_check": (notebook_with_code(a, catalogue(a, "bug_no_input_check")), [2, 2, 3, 0, 0, 0]),
         # Right statistics, torch's own batch norm in the modules.
-        "subclass_cheat": (notebook_with_code(a, catalogue(a, "cheat_subclass_torch")), [2, 0, 0, 0]),
+        "subclass_cheat": (notebook_with_code(a, catalogue(a, "cheat_subclass_torch")), [2, 0, 0, 0, 0, 0]),
         # A bug plus a cell that disables the grader in the kernel: the grader's side of the
         # conversation is gone with it, nothing can be checked, and nothing is credited.
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_running_var_biased"), [GRADER_DISABLING_CELL]), [0] * 6),
         # Correct code that rebinds torch.allclose: the verdicts do not depend on it, but tampering
         # with torch earns nothing.
-        "allclose_rebound": (notebook_with_code(a, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"), [0, 0, 0, 0]),
+        "allclose_rebound": (notebook_with_code(a, solution + "\nimport torch\ntorch.allclose = lambda *a, **k: True\n"), [0] * 6),
         # A notebook that calls sys.exit() in a cell of its own still gets graded.
-        "sys_exit": (notebook_with_code(a, solution, ["import sys\nsys.exit(0)"]), [2, 3, 3, 2]),
-        "syntax_error": (notebook_with_code(a, "def batch_mean_var(x):\n    return (x.mean(0)"), [0, 0, 0, 0]),
+        "sys_exit": (notebook_with_code(a, solution, ["import sys\nsys.exit(0)"]), [2, 2, 3, 1, 1, 1]),
+        "syntax_error": (notebook_with_code(a, "def batch_mean_var(x):\n    return (x.mean(0)"), [0] * 6),
         # Test cells edited or deleted by the student: nbgrader restores edited ones; a deleted
         # one scores nothing.
-        "edited_test": (edit_test_cell(a, catalogue(a, "bug_running_var_biased"), "test_running_statistics"), [2, 3, 0, 2]),
-        "deleted_test": (delete_test_cell(a, solution, "test_module_contract"), [2, 3, 3, 0]),
+        "edited_test": (edit_test_cell(a, catalogue(a, "bug_running_var_biased"), "test_running_statistics"), [2, 2, 0, 1, 0, 0]),
+        "deleted_test": (delete_test_cell(a, solution, "test_module_contract"), [2, 2, 3, 0, 1, 1]),
     }
 
 
 def covariate_shift_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     a = "01_covariate_shift"
     return {
-        "solution": (source_notebook(a), [3, 2, 2, 3]),
-        "stub": (release(a), [0, 0, 0, 0]),
-        "alternatives": (notebook_with_code(a, catalogue(a, "correct_alternatives")), [3, 2, 2, 3]),
-        "hooks_not_removed": (notebook_with_code(a, catalogue(a, "bug_hooks_not_removed")), [0, 2, 2, 3]),
-        "standardize_unbiased": (notebook_with_code(a, catalogue(a, "bug_standardize_unbiased")), [3, 2, 2, 0]),
-        "layer_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_layer_norm_transposed")), [3, 2, 2, 0]),
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
+        "solution": (source_notebook(a), [2, 2, 2, 2, 1, 1]),
+        "stub": (release(a), [0] * 6),
+        "alternatives": (notebook_with_code(a, catalogue(a, "correct_alternatives")), [2, 2, 2, 2, 0, 0]),
+        "hooks_not_removed": (notebook_with_code(a, catalogue(a, "bug_hooks_not_removed")), [0, 2, 2, 2, 0, 0]),
+        "standardize_unbiased": (notebook_with_code(a, catalogue(a, "bug_standardize_unbiased")), [2, 2, 2, 0, 0, 0]),
+        "layer_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_layer_norm_transposed")), [2, 2, 2, 0, 0, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [GRADER_DISABLING_CELL]), [0] * 6),
     }
 
 
 def layer_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     a = "03_layer_norm"
     return {
-        "solution": (source_notebook(a), [4, 3, 3]),
-        "stub": (release(a), [0, 0, 0]),
-        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [4, 3, 3]),
-        "eps_hardcoded": (notebook_with_code(a, catalogue(a, "bug_eps_hardcoded")), [0, 3, 3]),  # Part 3 grades the wiring
-        "siglip_default_eps": (notebook_with_code(a, catalogue(a, "bug_siglip_default_eps")), [4, 3, 0]),
-        "functional_cheat": (notebook_with_code(a, catalogue(a, "cheat_functional_layer_norm")), [0, 0, 0]),
-        "torch_norm_in_encoder": (notebook_with_code(a, catalogue(a, "cheat_torch_layernorm_in_encoder")), [4, 3, 0]),
+        "solution": (source_notebook(a), [3, 1, 3, 1, 1, 1]),
+        "stub": (release(a), [0] * 6),
+        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [3, 1, 3, 0, 0, 0]),
+        "eps_hardcoded": (notebook_with_code(a, catalogue(a, "bug_eps_hardcoded")), [0, 1, 3, 0, 0, 0]),  # Part 3 grades the wiring
+        "siglip_default_eps": (notebook_with_code(a, catalogue(a, "bug_siglip_default_eps")), [3, 1, 0, 0, 0, 0]),
+        "functional_cheat": (notebook_with_code(a, catalogue(a, "cheat_functional_layer_norm")), [0] * 6),
+        "torch_norm_in_encoder": (notebook_with_code(a, catalogue(a, "cheat_torch_layernorm_in_encoder")), [3, 1, 0, 0, 0, 0]),
     }
 
 
 def instance_group_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     a = "04_instance_group_norm"
     return {
-        "solution": (source_notebook(a), [3, 2, 3, 2]),
-        "stub": (release(a), [0, 0, 0, 0]),
-        "einsum": (notebook_with_code(a, catalogue(a, "correct_einsum_permute")), [3, 2, 3, 2]),
-        "strided_groups": (notebook_with_code(a, catalogue(a, "bug_gn_strided_groups")), [0, 2, 3, 2]),
-        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_in_running_var_biased")), [3, 2, 0, 2]),
-        "batch_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_instance_via_batch_norm")), [3, 2, 0, 0]),
+        "solution": (source_notebook(a), [3.5, 0.5, 3.5, 0.5, 1, 1]),
+        "stub": (release(a), [0] * 6),
+        "einsum": (notebook_with_code(a, catalogue(a, "correct_einsum_permute")), [3.5, 0.5, 3.5, 0.5, 0, 0]),
+        "strided_groups": (notebook_with_code(a, catalogue(a, "bug_gn_strided_groups")), [0, 0.5, 3.5, 0.5, 0, 0]),
+        "running_var_biased": (notebook_with_code(a, catalogue(a, "bug_in_running_var_biased")), [3.5, 0.5, 0, 0.5, 0, 0]),
+        "batch_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_instance_via_batch_norm")), [3.5, 0.5, 0, 0, 0, 0]),
     }
 
 
 def data_norm_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     a = "05_data_vs_layer_norm"
     return {
-        "solution": (source_notebook(a), [3, 2, 2, 3]),
-        "stub": (release(a), [0, 0, 0, 0]),
-        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [3, 2, 2, 3]),
-        "unbiased": (notebook_with_code(a, catalogue(a, "bug_unbiased_variance")), [0, 2, 2, 3]),
-        "per_pixel": (notebook_with_code(a, catalogue(a, "bug_images_per_pixel")), [3, 2, 0, 3]),
-        "bn_default_eps": (notebook_with_code(a, catalogue(a, "bug_bn_default_eps")), [3, 2, 2, 0]),
+        "solution": (source_notebook(a), [2, 2, 1, 2, 1, 1, 1]),
+        "stub": (release(a), [0] * 7),
+        "welford": (notebook_with_code(a, catalogue(a, "correct_welford")), [2, 2, 1, 2, 0, 0, 0]),
+        "unbiased": (notebook_with_code(a, catalogue(a, "bug_unbiased_variance")), [0, 2, 1, 2, 0, 0, 0]),
+        "per_pixel": (notebook_with_code(a, catalogue(a, "bug_images_per_pixel")), [2, 2, 0, 2, 0, 0, 0]),
+        "bn_default_eps": (notebook_with_code(a, catalogue(a, "bug_bn_default_eps")), [2, 2, 1, 0, 0, 0, 0]),
         # Takes the data to numpy/scikit-learn and back: only the BatchNorm part is honest.
-        "sklearn_cheat": (notebook_with_code(a, catalogue(a, "cheat_sklearn_roundtrip")), [0, 0, 0, 3]),
-        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_variance"), [GRADER_DISABLING_CELL]), [0, 0, 0, 0]),
+        "sklearn_cheat": (notebook_with_code(a, catalogue(a, "cheat_sklearn_roundtrip")), [0, 0, 0, 2, 0, 0, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_variance"), [GRADER_DISABLING_CELL]), [0] * 7),
+    }
+
+
+def backward_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "02b_batch_norm_backward"
+    return {
+        "solution": (source_notebook(a), [4, 3, 1, 1, 1]),
+        "stub": (release(a), [0] * 5),
+        "step_by_step": (notebook_with_code(a, catalogue(a, "correct_step_by_step")), [4, 3, 0, 0, 0]),
+        "no_mean_path": (notebook_with_code(a, catalogue(a, "bug_no_mean_path")), [0, 0, 0, 0, 0]),
+        "param_grads_swapped": (notebook_with_code(a, catalogue(a, "bug_param_grads_swapped")), [0, 0, 0, 0, 0]),
+        # Right numbers, but autograd differentiates inside the Function: nothing for either part.
+        "autograd_cheat": (notebook_with_code(a, catalogue(a, "cheat_autograd_in_backward")), [0, 0, 0, 0, 0]),
+        "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_no_mean_path"), [GRADER_DISABLING_CELL]), [0] * 5),
+    }
+
+
+def training_dynamics_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "06_training_dynamics"
+    return {
+        "solution": (source_notebook(a), [3, 2, 3, 1, 1]),
+        "stub": (release(a), [0] * 5),
+        "explicit_loops": (notebook_with_code(a, catalogue(a, "correct_explicit_loops")), [3, 2, 3, 0, 0]),
+        "whole_batch": (notebook_with_code(a, catalogue(a, "bug_whole_batch")), [0, 2, 3, 0, 0]),
+        "fold_no_eps": (notebook_with_code(a, catalogue(a, "bug_fold_no_eps")), [3, 2, 0, 0, 0]),
+        "fuse_helper_cheat": (notebook_with_code(a, catalogue(a, "cheat_fuse_helper")), [3, 2, 0, 0, 0]),
     }
 
 
@@ -138,6 +195,8 @@ CLASSES = {
     "03_layer_norm": layer_norm_class,
     "04_instance_group_norm": instance_group_norm_class,
     "05_data_vs_layer_norm": data_norm_class,
+    "02b_batch_norm_backward": backward_class,
+    "06_training_dynamics": training_dynamics_class,
 }
 
 
@@ -151,12 +210,12 @@ MISBEHAVING_CELLS = {
     "eats_memory": "hog = []\nwhile True:\n    hog.append(bytearray(10**8))",
     "floods_output": "while True:\n    print('x' * 10_000)",
 }
-MISBEHAVING_EXPECTED = {
-    "hangs": [2, 3, 3, 2],  # the sleeping cell is interrupted at the cell timeout; the rest runs
+MISBEHAVING_EXPECTED = {  # their code is solution_code: the answers to the questions included
+    "hangs": [2, 2, 3, 1, 1, 1],  # the sleeping cell is interrupted at the cell timeout; the rest runs
     "ignores_interrupts": NOT_GRADED,
     "kills_kernel": NOT_GRADED,
-    "eats_memory": [2, 3, 3, 2],  # MemoryError at the memory limit, in that cell only
-    "floods_output": [2, 3, 3, 2],
+    "eats_memory": [2, 2, 3, 1, 1, 1],  # MemoryError at the memory limit, in that cell only
+    "floods_output": [2, 2, 3, 1, 1, 1],
 }
 
 
@@ -170,20 +229,22 @@ HOSTILE = SUBMISSIONS / "hostile"
 # Expected points of each hostile notebook (tests/submissions/hostile/README.md). All but one
 # answer with the unsolved release, so every point would be undeserved.
 HOSTILE_EXPECTED = {
-    "reads_course": [0, 0, 0, 0],
-    "writes_grades": [0, 0, 0, 0],
-    "disables_checks": [0, 0, 0, 0],
-    "forges_reports": [0, 0, 0, 0],
-    "lying_tensors": [0, 0, 0, 0],
-    "symlinks": [0, 0, 0, 0],
-    # The correct solution: attacking the machine must cost nothing but must harm no one either.
-    "signals_and_daemons": [2, 3, 3, 2],
+    "reads_course": [0] * 6,
+    "writes_grades": [0] * 6,
+    "disables_checks": [0] * 6,
+    "forges_reports": [0] * 6,
+    "lying_tensors": [0] * 6,
+    "symlinks": [0] * 6,
+    # The correct solution, answers included: attacking the machine must cost nothing but must
+    # harm no one either.
+    "signals_and_daemons": [2, 2, 3, 1, 1, 1],
     # torch's own batch norm in a thread: the forward hides from the recorder, the backward
     # (run by autograd on the checking thread) does not; the report also lists it for review.
-    "hidden_torch_norm": [0, 0, 0, 0],
+    "hidden_torch_norm": [0] * 6,
     # torch's batch norm with the recorder switched off, forward and backward: undetectable where
-    # it runs, so it earns what torch's outputs earn; the report lists it for review.
-    "no_dispatch_torch_norm": [0, 3, 3, 2],
+    # it runs, so it earns what torch's outputs earn; the report lists it for review. Its answer
+    # cells are the release's, unanswered.
+    "no_dispatch_torch_norm": [0, 2, 3, 1, 0, 0],
 }
 HOSTILE_ANSWERS = {"signals_and_daemons": "solution"}
 # Links the demo class puts into a submission folder: name -> target (relative to the course).

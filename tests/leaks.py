@@ -1,10 +1,15 @@
 """What must never reach students: solution code and hidden tests."""
 from __future__ import annotations
 
+import ast
 import html
 import re
+import textwrap
+from pathlib import Path
 
-from course import ASSIGNMENTS, source_notebook
+import nbformat
+
+from course import ASSIGNMENTS, REPO, source_notebook
 
 MARKERS = ("BEGIN SOLUTION", "END SOLUTION", "BEGIN HIDDEN TESTS", "END HIDDEN TESTS")
 
@@ -49,3 +54,97 @@ def html_text(page: str) -> str:
 def leaked(text: str, kinds=("SOLUTION", "HIDDEN TESTS")) -> list[str]:
     markers = [m for m in MARKERS if any(kind in m for kind in kinds)]
     return [m for m in markers if m in text] + sorted(line for line in secret_lines(kinds) if line in text)
+
+
+# ------------------------------------------------------------------ graded questions
+
+GRADE_CALLS = ("grade_choice", "grade_number")
+ANSWER_LINE = re.compile(r"^(answer|why)_q\d+\s*=")
+
+
+def hidden_part(source: str) -> str:
+    """The hidden tests of a test cell, as Python source (empty when it has none)."""
+    regions = re.findall(r"### BEGIN HIDDEN TESTS[^\n]*\n(.*?)\n?[ \t]*### END HIDDEN TESTS", source, flags=re.S)
+    return "\n".join(textwrap.dedent(region) for region in regions)
+
+
+def visible_part(source: str) -> str:
+    """A test cell as the release shows it: the hidden tests left out."""
+    return re.sub(r"\n?[ \t]*### BEGIN HIDDEN TESTS.*?### END HIDDEN TESTS[ \t]*", "", source, flags=re.S)
+
+
+def grade_calls(source: str) -> list[ast.Call]:
+    """The ``questions.grade_choice``/``grade_number`` calls in some Python source."""
+    return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute) and node.func.attr in GRADE_CALLS]
+
+
+def keyword(call: ast.Call, name: str, default=None):
+    """A keyword argument's value, or ``default``: a literal, or an arithmetic expression of
+    literals such as ``key=0.9 ** 16`` (the instructor's own source, evaluated without builtins)."""
+    node = next((k.value for k in call.keywords if k.arg == name), None)
+    if node is None:
+        return default
+    try:
+        return ast.literal_eval(node)
+    except ValueError:
+        return eval(compile(ast.Expression(node), "<key>", "eval"), {"__builtins__": {}})
+
+
+def source_notebooks() -> list[Path]:
+    """Every nbgrader source notebook in solutions/, the five exercises and any later one."""
+    return sorted((REPO / "solutions").glob("*/*.ipynb"))
+
+
+def question_secrets() -> dict[str, str]:
+    """What only the grader may know about the graded questions, and where it comes from: each
+    ``why`` explanation of a hidden grading call, and each line of an answer cell's solution
+    (``answer_q1 = "b"``, ``why_q1 = "..."``)."""
+    secrets = {}
+    for path in source_notebooks():
+        for cell in nbformat.read(path, as_version=4).cells:
+            if cell.cell_type != "code":
+                continue
+            for call in grade_calls(hidden_part(cell.source)):
+                secrets[keyword(call, "why")] = f"{path.parent.name}: why of {ast.unparse(call.args[1])}"
+            for line in _regions(cell.source, "BEGIN SOLUTION", "END SOLUTION"):
+                if ANSWER_LINE.match(line):
+                    secrets[line] = f"{path.parent.name}: answer line"
+    return secrets
+
+
+def readable_text(path: Path) -> str:
+    """What a reader of a file can see: a notebook's sources and outputs, a page's text (and its
+    markup), any other file's bytes as text."""
+    raw = path.read_bytes().decode("utf-8", errors="ignore")
+    if path.suffix == ".ipynb":
+        try:
+            nb = nbformat.reads(raw, as_version=4)
+        except Exception:  # noqa: BLE001 - not a notebook after all: its bytes are what there is
+            return raw
+        parts = [cell.source for cell in nb.cells]
+        parts += [str(output) for cell in nb.cells for output in cell.get("outputs", [])]
+        return raw + "\n".join(parts)
+    if path.suffix in (".html", ".htm"):
+        return raw + html_text(raw)
+    return raw
+
+
+def secrets_in(root: Path, secrets: dict[str, str]) -> list[str]:
+    """Which secrets some file under ``root`` (or ``root`` itself) shows, as 'file: what'."""
+    found = []
+    for path in [root] if root.is_file() else sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            text = readable_text(path)
+            found += [f"{path}: {where}" for secret, where in secrets.items() if secret in text]
+    return found
+
+
+def question_explanations(assignment: str) -> dict[str, str]:
+    """The explanation of each graded question of a source notebook, by its label ("Question 1")."""
+    found = {}
+    for cell in source_notebook(assignment).cells:
+        if cell.cell_type == "code":
+            for call in grade_calls(hidden_part(cell.source)):
+                found[ast.literal_eval(call.args[1])] = keyword(call, "why")
+    return found

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from course import REPO, tool_env
-from leaks import html_text, leaked
+from leaks import html_text, leaked, question_secrets, secrets_in
 
 pytestmark = pytest.mark.slow
 
@@ -52,6 +52,14 @@ def test_built_html_holds_no_solution_or_hidden_test(built_book):
     for source in built_book.rglob("_sources/**/*"):
         if source.is_file():
             assert leaked(source.read_text(errors="ignore")) == [], source
+
+
+def test_built_book_holds_no_key_explanation_or_answer_of_a_graded_question(built_book):
+    """The hidden tests' explanations and the answer cells' solutions appear on no page, in no
+    page source and in no other file of the student site."""
+    secrets = question_secrets()
+    assert secrets
+    assert secrets_in(built_book, secrets) == []
 
 
 # Hosts of script, font and style CDNs: none may appear anywhere in a page or a stylesheet.

@@ -21,7 +21,8 @@ def test_the_catalogue_has_cheats_of_every_kind():
 
 @pytest.mark.parametrize("name", sorted(CHEATS))
 def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
-    statistics, *modules = grade_notebook(ASSIGNMENT, CHEATS[name].read_text(), str(tmp_path))
+    verdicts = grade_notebook(ASSIGNMENT, CHEATS[name].read_text(), str(tmp_path))
+    statistics, *modules = verdicts[:4]  # the four code parts; the graded questions follow them
     if name in TAMPERING:
         # Tampering comes with the first answer cell, before Part 1's test: nothing is credited.
         # Either the notebook's own report says what it replaced, or it broke the grader's side so

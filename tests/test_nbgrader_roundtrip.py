@@ -23,8 +23,8 @@ import pytest
 from nbgrader.api import Gradebook
 
 from course import ASSIGNMENTS, REPO, tool_env
-from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, build_course
-from leaks import html_text, leaked, secret_lines
+from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, WRONG_ANSWERS, build_course
+from leaks import html_text, leaked, question_explanations, question_secrets, secret_lines, secrets_in
 
 pytestmark = pytest.mark.slow
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -215,6 +215,8 @@ FEEDBACK_PHRASES = {
     "03_layer_norm": ("siglip_default_eps", "has eps=1e-05"),
     "04_instance_group_norm": ("strided_groups", "strided"),
     "05_data_vs_layer_norm": ("unbiased", "unbiased variance"),
+    "02b_batch_norm_backward": ("no_mean_path", "the path through the mean is missing"),
+    "06_training_dynamics": ("fold_no_eps", "ε is missing"),
 }
 
 
@@ -240,6 +242,27 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
         assert [line for line in secret_lines() if line in pages[student] and line not in own] == [], student
     student, phrase = FEEDBACK_PHRASES[assignment]
     assert phrase in pages[student]
+    # The graded questions: a wrong answer's feedback teaches the reasoning; nobody else's feedback
+    # holds an explanation or a hidden grading call, and a right answer gives nothing away.
+    explanations = question_explanations(assignment)
+    assert explanations, assignment
+    for student, text in pages.items():
+        if student != "wrong_answers":
+            assert [label for label, why in explanations.items() if why in text] == [], student
+            assert "grade_choice" not in text and "grade_number" not in text and "key=" not in text, student
+    assert "Question 1: answer recorded" in pages["solution"]
+    if assignment == "02_batch_norm":
+        wrong = pages["wrong_answers"]
+        assert len(WRONG_ANSWERS) == len(explanations) == 2
+        for label, why in explanations.items():
+            assert f"{label}: your answer" in wrong and why in wrong, label
+        assert "Question 2, your justification: The channel is constant" in wrong  # shown to the instructor
+        assert "grade_choice" not in wrong and "grade_number" not in wrong and "key=" not in wrong
+
+
+def test_the_generated_release_holds_no_answer_to_a_question(course):
+    root, _ = course
+    assert secrets_in(root / "exercises", question_secrets()) == []
 
 
 def test_export_lists_every_students_grade(course, graded):

@@ -1,13 +1,23 @@
 """Graded questions: the form is checked visibly, the key only in hidden tests, and an answer is
-read as plain data (an object cannot claim to equal the key)."""
+read as plain data (an object cannot claim to equal the key). Then the questions of the
+exercises: each one graded by a hidden key with an explanation, the source answers right, and
+no key, explanation or answer where students can read it."""
 from __future__ import annotations
 
+import ast
+import re
+
+import nbformat
 import numpy as np
 import pytest
 import torch
 
 from autograder import questions
 from autograder.messages import CheckFailed
+from course import ASSIGNMENTS, REPO, is_test_cell, nbgrader_meta
+from leaks import (
+    ANSWER_LINE, grade_calls, hidden_part, keyword, question_secrets, secrets_in, source_notebooks, visible_part,
+)
 
 
 def test_a_choice_is_one_of_the_options():
@@ -74,3 +84,90 @@ def test_a_justification_is_a_sentence_and_is_shown_to_the_instructor(capsys):
     for too_short in ("", "because", 42):
         with pytest.raises(CheckFailed, match="Q5: justify your answer"):
             questions.check_justification(too_short, "Q5")
+
+
+# ------------------------------------------------------------------ the questions of the exercises
+
+
+def question_cells():
+    """(notebook, answer cell, test cell) for every graded question of every source notebook."""
+    found = []
+    for path in source_notebooks():
+        cells = nbformat.read(path, as_version=4).cells
+        for i, cell in enumerate(cells):
+            if is_test_cell(cell) and nbgrader_meta(cell)["grade_id"].startswith("test_question_"):
+                n = nbgrader_meta(cell)["grade_id"].rsplit("_", 1)[1]
+                answer = next(c for c in cells[:i] if c.cell_type == "code" and nbgrader_meta(c).get("solution")
+                              and re.search(rf"^answer_q{n}\s*=", c.source, re.M))
+                found.append((path.parent.name, answer, cell))
+    return found
+
+
+def test_every_exercise_has_graded_questions_and_rewards_understanding():
+    """10 points per exercise; at least a fifth for the questions, at most a tenth for module
+    contracts (names, None registration, device/dtype, exception types)."""
+    for assignment in ASSIGNMENTS:
+        cells = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4).cells
+        points = {nbgrader_meta(c)["grade_id"]: nbgrader_meta(c)["points"] for c in cells if is_test_cell(c)}
+        assert sum(points.values()) == 10, (assignment, points)
+        questions_ = {g: p for g, p in points.items() if g.startswith("test_question_")}
+        assert 2 <= len(questions_) <= 3 and set(questions_.values()) == {1}, (assignment, questions_)
+        assert sum(p for g, p in points.items() if "contract" in g) <= 1, (assignment, points)
+        assert list(points)[-len(questions_):] == sorted(questions_), "the questions come after the parts"
+
+
+def test_every_question_checks_its_form_visibly_and_its_key_only_in_hidden_tests():
+    cells = question_cells()
+    assert len(cells) >= 2 * len(ASSIGNMENTS)
+    for assignment, answer, test in cells:
+        where = (assignment, nbgrader_meta(test)["grade_id"])
+        visible, hidden = visible_part(test.source), hidden_part(test.source)
+        assert grade_calls(visible) == [], where
+        checks = [n for n in ast.walk(ast.parse(visible)) if isinstance(n, ast.Call)
+                  and isinstance(n.func, ast.Attribute) and n.func.attr in ("check_choice", "check_number")]
+        calls = grade_calls(hidden)
+        assert len(checks) == 1 and len(calls) == 1, where
+        name = ast.unparse(checks[0].args[0])
+        assert ast.unparse(calls[0].args[0]) == name and re.fullmatch(r"answer_q\d+", name), where
+        assert len(keyword(calls[0], "why").split()) >= 15, f"{where}: the explanation should teach"
+        if calls[0].func.attr == "grade_choice":
+            assert checks[0].func.attr == "check_choice", where
+            options = keyword(calls[0], "options") or keyword(checks[0], "options")
+            assert set(keyword(calls[0], "key")) <= set(options), where
+        else:
+            assert checks[0].func.attr == "check_number", where
+        # The answer cell hides its answer in a solution region, so the release has none.
+        assert "### BEGIN SOLUTION" in answer.source and re.search(rf"^{name}\s*=", answer.source, re.M), where
+
+
+def test_the_source_answers_score_and_a_wrong_answer_is_told_why(capsys):
+    """Each question cell, hidden tests included, as the grader runs it: the source's answers pass;
+    a plausible wrong answer fails with the explanation."""
+    for assignment, answer, test in question_cells():
+        where = (assignment, nbgrader_meta(test)["grade_id"])
+        namespace: dict = {}
+        exec(answer.source, namespace)
+        exec(test.source, namespace)
+        call = grade_calls(hidden_part(test.source))[0]
+        name = ast.unparse(call.args[0])
+        if call.func.attr == "grade_choice":
+            wrong = next(o for o in keyword(call, "options", "abcd") if o not in keyword(call, "key"))
+        else:
+            wrong = keyword(call, "key") * 1.5 + 1.0
+        namespace[name] = wrong
+        with pytest.raises(CheckFailed) as failure:
+            exec(test.source, namespace)
+        assert "is not right" in str(failure.value) and keyword(call, "why") in str(failure.value), where
+    assert "answer recorded" in capsys.readouterr().out
+
+
+def test_no_key_explanation_or_answer_reaches_students():
+    """The explanations of the hidden tests and the answer cells' solutions are nowhere in the
+    release, the autograder package students install, or the book's sources."""
+    secrets = question_secrets()
+    assert len(secrets) >= 2 * 2 * len(ASSIGNMENTS)  # an explanation and an answer line per question
+    assert all(ANSWER_LINE.match(s) or len(s.split()) >= 15 for s in secrets)
+    found = []
+    for place in (REPO / "exercises", REPO / "autograder", REPO / "book"):
+        found += secrets_in(place, secrets)
+    assert found == []

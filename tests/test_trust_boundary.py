@@ -227,10 +227,14 @@ def test_the_scan_leaves_the_released_scaffold_alone():
         assert scan_source([(0, solution_code(assignment))]) == [], assignment
 
 
-def test_grading_a_course_that_never_generated_the_assignment_says_what_to_run(tmp_path):
+def test_grading_a_course_that_never_generated_the_assignment_says_what_to_run(tmp_path, monkeypatch):
     """A fresh course copy has no gradebook (or one without this assignment): the command stops
     before grading anyone and names the command that fixes it."""
+    import os
+
     from nbgrader.api import Gradebook
+
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")  # alembic
 
     from autograder.grading.grade import Limits, grade_class
 

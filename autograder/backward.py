@@ -18,13 +18,12 @@ import torch
 import torch.nn.functional as F
 
 from autograder import forbidden, integrity
-from autograder.backward_formulas import Axes, input_gradient, normalized, parameter_gradients
+from autograder.backward_formulas import Axes, input_gradient, normalized
 from autograder.devices import devices_for
 from autograder.inputs import channel_input, random_tensor, sample_input
 from autograder.messages import fail, shape_str
 from autograder.numerics import closest_explanation, discrepancy
 from autograder.side import Student, student
-from autograder.wire import RemoteError
 
 F64, F32 = torch.float64, torch.float32
 EPS = 1e-5

@@ -59,11 +59,3 @@ def input_gradient(x, weight, g, axes: Axes, eps: float, mean_path: bool = True,
     if var_path:
         out = out - xhat * reduce(ghat * xhat, dim=d, keepdim=True)
     return out * inv_std
-
-
-def parameter_gradients(x, g, axes: Axes, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """(∂L/∂γ, ∂L/∂β) = (Σ g·x̂, Σ g) over the dims γ is shared across."""
-    xhat, _ = normalized(x, axes, eps)
-    d = axes.param_dims
-    shape = [s for s, v in zip(x.shape, axes.param_view) if v != 1]
-    return (g * xhat).sum(dim=d).reshape(shape), g.sum(dim=d).reshape(shape)

@@ -13,7 +13,7 @@ from autograder import engine, forbidden, integrity, structure
 from autograder.batch_norm_hints import hint
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
-from autograder.inputs import channel_input, random_tensor
+from autograder.inputs import channel_input, channel_state
 from autograder.messages import fail, shape_str
 from autograder.numerics import discrepancy, matches
 from autograder.side import Student, student
@@ -24,17 +24,6 @@ F64, F32 = torch.float64, torch.float32
 
 
 
-def _state(channels: int, seed: int, affine: bool = True, tracked: bool = False, batches: int = 0) -> dict:
-    """Random γ, β (and running statistics) so that no bug hides behind ones and zeros."""
-    state = {}
-    if affine:
-        state["weight"] = random_tensor((channels,), seed, 0.5, 1.5)
-        state["bias"] = random_tensor((channels,), seed + 1, -0.5, 0.5)
-    if tracked:
-        state["running_mean"] = random_tensor((channels,), seed + 2, -1.0, 1.0)
-        state["running_var"] = random_tensor((channels,), seed + 3, 0.5, 2.0)
-        state["num_batches_tracked"] = torch.tensor(batches, dtype=torch.long)
-    return state
 
 
 def _case(layer, shape, kwargs=None, dtype=F64, device=None, steps=("train", "train"), mean=0.0,
@@ -50,7 +39,7 @@ def _case(layer, shape, kwargs=None, dtype=F64, device=None, steps=("train", "tr
         x = channel_input(step_shape, seed=seed * 100 + i, mean=mean, std=std)
         built_steps.append(Step("eval" if mode.startswith("eval") else "train", x, no_grad))
     if state is None:
-        state = _state(channels, seed, affine=kwargs.get("affine", True))
+        state = channel_state(channels, seed, affine=kwargs.get("affine", True))
     return Case(layer, (channels,), kwargs, built_steps, dtype, device or torch.device("cpu"), state, note)
 
 
@@ -159,24 +148,24 @@ def _running_cases(full: bool) -> list[Case]:
         d = dict(device=device, steps=steps)
         untracked = dict(device=device, steps=("train", "train", "train-no-grad", "eval", "train"))
         cases += [
-            _case("BatchNorm1d", (6, 3), seed=21, state=_state(3, 21, tracked=True), **d),
-            _case("BatchNorm2d", (2, 3, 5, 4), seed=22, note="N = 2, H ≠ W ≠ C", state=_state(3, 22, tracked=True), **d),
-            _case("BatchNorm1d", (4, 3, 5), {"momentum": None}, seed=23, state=_state(3, 23, tracked=True), **d),
+            _case("BatchNorm1d", (6, 3), seed=21, state=channel_state(3, 21, tracked=True), **d),
+            _case("BatchNorm2d", (2, 3, 5, 4), seed=22, note="N = 2, H ≠ W ≠ C", state=channel_state(3, 22, tracked=True), **d),
+            _case("BatchNorm1d", (4, 3, 5), {"momentum": None}, seed=23, state=channel_state(3, 23, tracked=True), **d),
         ]
         if full:
             cases += [
-                _case("BatchNorm1d", (2, 4), {"momentum": 0.5}, seed=24, note="N = 2", state=_state(4, 24, tracked=True, batches=7), **d),
-                _case("BatchNorm2d", (3, 2, 4, 3), {"momentum": None}, seed=25, note="num_batches_tracked starts at 5", state=_state(2, 25, tracked=True, batches=5), **d),
+                _case("BatchNorm1d", (2, 4), {"momentum": 0.5}, seed=24, note="N = 2", state=channel_state(4, 24, tracked=True, batches=7), **d),
+                _case("BatchNorm2d", (3, 2, 4, 3), {"momentum": None}, seed=25, note="num_batches_tracked starts at 5", state=channel_state(2, 25, tracked=True, batches=5), **d),
                 # Without running statistics eval uses the batch; one-sample batches are left to
                 # the input checks of the contract part.
                 _case("BatchNorm2d", (2, 3, 2, 3), {"track_running_stats": False}, seed=26, **untracked),
                 _case("BatchNorm1d", (3, 4), {"track_running_stats": False}, seed=27, **untracked),
                 _case("BatchNorm2d", (3, 3, 2, 5), {"affine": False, "momentum": 0.3}, seed=28,
-                      state=_state(3, 28, affine=False, tracked=True, batches=2), **d),
-                _case("BatchNorm2d", (4, 3, 5, 6), dtype=F32, mean=1e3, seed=29, note="mean 1e3", state=_state(3, 29, tracked=True), **d),
-                _case("BatchNorm1d", (8, 5), dtype=F32, seed=30, state=_state(5, 30, tracked=True), **d),
-                _case("BatchNorm1d", (5, 3, 4), {"momentum": 1.0}, seed=31, state=_state(3, 31, tracked=True), **d),
-                _case("BatchNorm2d", (2, 3, 3, 2), {"eps": 1e-3, "momentum": 0.0}, seed=32, std=1e-2, state=_state(3, 32, tracked=True), **d),
+                      state=channel_state(3, 28, affine=False, tracked=True, batches=2), **d),
+                _case("BatchNorm2d", (4, 3, 5, 6), dtype=F32, mean=1e3, seed=29, note="mean 1e3", state=channel_state(3, 29, tracked=True), **d),
+                _case("BatchNorm1d", (8, 5), dtype=F32, seed=30, state=channel_state(5, 30, tracked=True), **d),
+                _case("BatchNorm1d", (5, 3, 4), {"momentum": 1.0}, seed=31, state=channel_state(3, 31, tracked=True), **d),
+                _case("BatchNorm2d", (2, 3, 3, 2), {"eps": 1e-3, "momentum": 0.0}, seed=32, std=1e-2, state=channel_state(3, 32, tracked=True), **d),
                 _positional_case(device),
             ]
     return cases
@@ -185,7 +174,7 @@ def _running_cases(full: bool) -> list[Case]:
 def _positional_case(device) -> Case:
     """Constructor arguments passed by position, in torch's order (eps, momentum, affine, tracking)."""
     case = _case("BatchNorm2d", (3, 2, 4, 5), seed=33, std=1e-2, device=device,
-                 steps=("train", "train", "eval"), state=_state(2, 33, affine=False, tracked=True),
+                 steps=("train", "train", "eval"), state=channel_state(2, 33, affine=False, tracked=True),
                  note="arguments by position")
     case.args = (2, 1e-3, 0.3, False, True)
     return case

@@ -42,3 +42,17 @@ def sample_input(shape: tuple[int, ...], seed: int, mean: float = 0.0, std: floa
     n = torch.arange(shape[0], dtype=torch.float64).reshape([-1] + [1] * (len(shape) - 1))
     drift = torch.arange(shape[-1], dtype=torch.float64) * (std / 2) if len(shape) > 1 else 0.0
     return mean + n + std * (1 + n / 2) * (x + drift)
+
+
+def channel_state(channels: int, seed: int, affine: bool = True, tracked: bool = False, batches: int = 0) -> dict:
+    """Random γ, β (and running statistics, ``num_batches_tracked`` = ``batches``) of a layer with
+    per-channel state, by torch's names, so that no bug hides behind ones and zeros."""
+    state = {}
+    if affine:
+        state["weight"] = random_tensor((channels,), seed, 0.5, 1.5)
+        state["bias"] = random_tensor((channels,), seed + 1, -0.5, 0.5)
+    if tracked:
+        state["running_mean"] = random_tensor((channels,), seed + 2, -1.0, 1.0)
+        state["running_var"] = random_tensor((channels,), seed + 3, 0.5, 2.0)
+        state["num_batches_tracked"] = torch.tensor(batches, dtype=torch.long)
+    return state

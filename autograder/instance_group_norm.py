@@ -11,7 +11,7 @@ from torch import nn
 from autograder import engine, forbidden, integrity, structure
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, OUTPUT, RAISES, Case, Finding, Step
-from autograder.inputs import channel_input, random_tensor
+from autograder.inputs import channel_input, channel_state
 from autograder.side import Student
 from autograder.wire import RemoteError
 from autograder.messages import fail
@@ -156,16 +156,6 @@ def _layout(x: torch.Tensor, layout: str) -> torch.Tensor:
     return x
 
 
-def _state(channels: int, seed: int, affine: bool, tracked: bool = False) -> dict:
-    state = {}
-    if affine:
-        state["weight"] = random_tensor((channels,), seed, 0.5, 1.5)
-        state["bias"] = random_tensor((channels,), seed + 1, -0.5, 0.5)
-    if tracked:
-        state["running_mean"] = random_tensor((channels,), seed + 2, -1.0, 1.0)
-        state["running_var"] = random_tensor((channels,), seed + 3, 0.5, 2.0)
-        state["num_batches_tracked"] = torch.tensor(0, dtype=torch.long)
-    return state
 
 
 def _case(layer, args, shape, kwargs=None, dtype=F64, device=None, mean=0.0, std=1.0, note="", seed=0,
@@ -180,7 +170,7 @@ def _case(layer, args, shape, kwargs=None, dtype=F64, device=None, mean=0.0, std
     tracked = kwargs.get("track_running_stats", False)
     if layout != "contiguous":
         note = f"{note}, {layout} input" if note else f"{layout} input"
-    return Case(layer, args, kwargs, built, dtype, device or torch.device("cpu"), _state(channels, seed, affine, tracked), note)
+    return Case(layer, args, kwargs, built, dtype, device or torch.device("cpu"), channel_state(channels, seed, affine, tracked), note)
 
 
 def _group_cases(full: bool) -> list[Case]:

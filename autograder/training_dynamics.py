@@ -22,7 +22,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 from autograder import engine, forbidden, integrity
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
-from autograder.inputs import channel_input, random_tensor
+from autograder.inputs import channel_input, channel_state, random_tensor
 from autograder.messages import fail, shape_str
 from autograder.numerics import closest_explanation, discrepancy, matches
 from autograder.side import student
@@ -57,15 +57,6 @@ def _steps(shape, seed, modes, mean=0.0, std=1.0):
             for i, m in enumerate(modes)]
 
 
-def _state(channels, seed, affine=True, tracked=False):
-    state = {}
-    if affine:
-        state["weight"] = random_tensor((channels,), seed, 0.5, 1.5)
-        state["bias"] = random_tensor((channels,), seed + 1, -0.5, 0.5)
-    if tracked:
-        state["running_mean"] = random_tensor((channels,), seed + 2, -1.0, 1.0)
-        state["running_var"] = random_tensor((channels,), seed + 3, 0.5, 2.0)
-    return state
 
 
 def _ghost_case(shape, vbs, kwargs=None, modes=("train", "train", "eval"), dtype=F64, device=None, mean=0.0,
@@ -73,7 +64,7 @@ def _ghost_case(shape, vbs, kwargs=None, modes=("train", "train", "eval"), dtype
     kwargs = dict(kwargs or {})
     note = f"virtual batches of {vbs}" + (f", {note}" if note else "")
     return Case(GHOST, (shape[1], vbs), kwargs, _steps(shape, seed, modes, mean=mean), dtype,
-                device or torch.device("cpu"), _state(shape[1], seed, kwargs.get("affine", True), tracked_state),
+                device or torch.device("cpu"), channel_state(shape[1], seed, kwargs.get("affine", True), tracked_state),
                 note, reference="torch's BatchNorm applied to each virtual batch in turn")
 
 

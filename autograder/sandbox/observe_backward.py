@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import torch
 
-from autograder.sandbox.observe import NORMALIZATION_OP, OpRecorder, _plain_tensor
+from autograder.sandbox.observe import OpRecorder, _plain_tensor
 from autograder.wire import RemoteError
 
 MAX_OPS_SHOWN = 8

@@ -60,6 +60,7 @@ class Case:
     channels_last: bool = False
     note: str = ""
     seed: int = 0
+    eps: float = EPS
 
     def inputs(self, device) -> tuple[torch.Tensor, ...]:
         """x, γ, β and the upstream gradient g, in the case's dtype on ``device``."""
@@ -73,7 +74,7 @@ class Case:
 
     def where(self, kind: Kind, device) -> str:
         layout = ", channels_last" if self.channels_last else ""
-        note = f", {self.note}" if self.note else ""
+        note = (f", eps={self.eps:g}" if self.eps != EPS else "") + (f", {self.note}" if self.note else "")
         return (f"{kind.name} on a {str(self.dtype).replace('torch.', '')} input of shape "
                 f"{shape_str(self.x.shape)}{layout} on {device.type}{note}")
 
@@ -81,7 +82,7 @@ class Case:
 def _batch_norm_cases(full: bool) -> list[Case]:
     cases = [
         Case(channel_input((6, 3), seed=1), (3,)),
-        Case(channel_input((2, 3, 4, 4), seed=2), (3,)),
+        Case(channel_input((2, 3, 4, 4), seed=2), (3,), eps=1e-3),
         Case(channel_input((8, 3), seed=3, mean=100.0), (3,), F32, note="mean 100"),
     ]
     if full:
@@ -99,7 +100,7 @@ def _batch_norm_cases(full: bool) -> list[Case]:
 def _layer_norm_cases(full: bool) -> list[Case]:
     cases = [
         Case(sample_input((4, 6), seed=11), (6,)),
-        Case(sample_input((2, 3, 5), seed=12), (5,), note="tokens (B, T, D)"),
+        Case(sample_input((2, 3, 5), seed=12), (5,), note="tokens (B, T, D)", eps=1e-3),
         Case(sample_input((3, 8), seed=13, mean=100.0), (8,), F32, note="mean 100"),
     ]
     if full:
@@ -113,10 +114,10 @@ def _layer_norm_cases(full: bool) -> list[Case]:
     return cases
 
 
-def _reference(kind: Kind, x, weight, bias, g):
+def _reference(kind: Kind, x, weight, bias, g, eps: float):
     """torch's output and (∂L/∂x, ∂L/∂γ, ∂L/∂β) for these tensors, by autograd."""
     leaves = [t.detach().clone().requires_grad_() for t in (x, weight, bias)]
-    out = kind.torch_output(*leaves, EPS)
+    out = kind.torch_output(*leaves, eps)
     return out.detach(), torch.autograd.grad(out, leaves, g)
 
 
@@ -129,12 +130,12 @@ def _wrong_dims(kind: Kind, x: torch.Tensor, axes: Axes) -> list[tuple[int, ...]
     return [d for d in options if d != axes.stat_dims]
 
 
-def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exact) -> str | None:
+def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exact, eps: float) -> str | None:
     """The classic misconception behind a wrong gradient, when the student's matches it."""
     x, weight, g = x.double().cpu(), weight.double().cpu(), g.double().cpu()
     axes = kind.axes(x, weight.shape)
     if index == 0:
-        args = (x, weight, g, axes, EPS)
+        args = (x, weight, g, axes, eps)
         candidates = [
             (input_gradient(*args, mean_path=False),
              "the path through the mean is missing: μ depends on every x, which adds −mean(γ·g)/σ; a correct ∂L/∂x "
@@ -149,7 +150,7 @@ def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exac
              "σ was computed with the unbiased variance (÷ (m − 1)); the forward normalizes with the biased one (÷ m)."),
             (input_gradient(*args, reduce=torch.sum),
              "the projection uses sums where it needs means: mean(ĝ) and mean(ĝ·x̂), i.e. divide the sums by m."),
-            (input_gradient(x, torch.ones_like(weight), g, axes, EPS),
+            (input_gradient(x, torch.ones_like(weight), g, axes, eps),
              "γ is missing: the gradient reaching x̂ is ĝ = γ·g."),
         ]
         for dims in _wrong_dims(kind, x, axes):
@@ -157,7 +158,7 @@ def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exac
                                f"the means run over dims {dims}; {kind.name}'s statistics cover dims "
                                f"{axes.stat_dims}, and so must the means in its backward."))
         return closest_explanation(candidates, got, exact)
-    xhat, _ = normalized(x, axes, EPS)
+    xhat, _ = normalized(x, axes, eps)
     d, shape = axes.param_dims, exact.shape
     if index == 1:
         candidates = [
@@ -185,16 +186,25 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         fail(f"{where}: the output's grad_fn is {report['node']}, not your {kind.name}'s backward node: call "
              f"{kind.name}.apply(x, weight, bias, eps) and return its result unchanged, so that autograd calls your "
              "backward.")
+    if report["forward_mode_ad"]:
+        fail(f"{where}: your Function used forward-mode AD ({', '.join(report['forward_mode_ad'])}: torch.func.jvp, "
+             "jacfwd, linearize or torch.autograd.forward_ad). The exercise is to compute the gradients with your "
+             "own formula. This part earns no points.")
+    if report["engine_runs"]:
+        fail(f"{where}: the autograd engine ran {report['engine_runs']} time(s) inside your Function "
+             "(torch.autograd.grad, .backward() or torch.func.vjp, in any thread). The exercise is to compute the "
+             "gradients with your own formula. This part earns no points.")
     if report["ops_with_grad"]:
         fail(f"{where}: your Function ran {', '.join('aten::' + o.split('::')[-1] for o in report['ops_with_grad'])} "
-             "with gradients enabled, so autograd recorded a graph inside your forward or backward. The exercise is "
-             "to compute the gradients with your own formula (no torch.enable_grad, autograd.grad or .backward() "
-             "inside the Function). This part earns no points.")
+             "with gradients enabled or with forward-mode AD, so autograd recorded a graph or computed "
+             "derivatives inside your forward or backward. The exercise is to compute the gradients with your own "
+             "formula (no torch.enable_grad, autograd.grad, .backward(), forward_ad or torch.func inside the "
+             "Function). This part earns no points.")
     if not report["input_unchanged"]:
         fail(f"{where}: your forward modified its input x in place; torch's leaves it unchanged.")
     x, weight, bias, g = case.inputs(device)
-    same_out, same_grads = _reference(kind, x, weight, bias, g)
-    exact_out, exact_grads = _reference(kind, x.double(), weight.double(), bias.double(), g.double())
+    same_out, same_grads = _reference(kind, x, weight, bias, g, case.eps)
+    exact_out, exact_grads = _reference(kind, x.double(), weight.double(), bias.double(), g.double(), case.eps)
     got = report["output"]
     if not isinstance(got, torch.Tensor) or got.shape != exact_out.shape:
         fail(f"{where}: forward returned shape {shape_str(got.shape)}; expected {shape_str(exact_out.shape)}.")
@@ -214,7 +224,7 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
                  f"{['x', 'weight', 'bias'][index]}.")
         gap = discrepancy(mine, same, exact)
         if gap is not None:
-            hint = _gradient_hint(kind, index, mine, x, weight, g, exact)
+            hint = _gradient_hint(kind, index, mine, x, weight, g, exact, case.eps)
             fail(f"{where}: {name} differs from torch's (autograd through {kind.reference}) by up to "
                  f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.student_value:.6g}, torch "
                  f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
@@ -227,10 +237,10 @@ class _Theirs(torch.autograd.Function):
     of their forward."""
 
     @staticmethod
-    def forward(ctx, x, weight, bias, fn: Student):
+    def forward(ctx, x, weight, bias, fn: Student, eps: float):
         ctx.save_for_backward(x, weight, bias)
-        ctx.fn = fn
-        report = fn.call("observe_backward.apply", x, weight, bias, EPS, x.device)
+        ctx.fn, ctx.eps = fn, eps
+        report = fn.call("observe_backward.apply", x, weight, bias, eps, x.device)
         if "error" in report:
             raise _GradcheckStopped(f"your {report['stage']} raised {report['error'].name}: {report['error']}")
         return report["output"]
@@ -238,10 +248,10 @@ class _Theirs(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, bias = ctx.saved_tensors
-        report = ctx.fn.call("observe_backward.apply", x, weight, bias, EPS, x.device, g)
+        report = ctx.fn.call("observe_backward.apply", x, weight, bias, ctx.eps, x.device, g)
         if "error" in report or report["grads"] is None or any(t is None for t in report["grads"]):
             raise _GradcheckStopped("your backward gave no gradient here")
-        return (*report["grads"], None)
+        return (*report["grads"], None, None)
 
 
 class _GradcheckStopped(Exception):
@@ -254,7 +264,7 @@ def _gradcheck(kind: Kind, fn: Student, case: Case) -> None:
     x, weight, bias, _ = case.inputs(torch.device("cpu"))
     inputs = tuple(t.detach().requires_grad_() for t in (x, weight, bias))
     try:
-        ok = torch.autograd.gradcheck(lambda *t: _Theirs.apply(*t, fn), inputs, eps=1e-6, atol=1e-6, rtol=1e-4,
+        ok = torch.autograd.gradcheck(lambda *t: _Theirs.apply(*t, fn, case.eps), inputs, eps=1e-6, atol=1e-6, rtol=1e-4,
                                       raise_exception=True)
     except _GradcheckStopped as stopped:
         fail(f"torch.autograd.gradcheck on {case.where(kind, x.device)}: {stopped}.")
@@ -276,7 +286,7 @@ def _check(kind: Kind, fn, cases: list[Case], full: bool) -> None:
     for device in devices_for(full):
         for case in cases:
             x, weight, bias, g = case.inputs(device)
-            report = theirs.call("observe_backward.apply", x, weight, bias, EPS, device, g)
+            report = theirs.call("observe_backward.apply", x, weight, bias, case.eps, device, g)
             _judge(kind, report, case, device)
     _gradcheck(kind, theirs, cases[0])
 

@@ -22,6 +22,7 @@ import inspect
 import math
 import sys
 import types
+from pathlib import Path
 from typing import Callable
 
 import numpy
@@ -63,17 +64,20 @@ _WATCHED_CLASSES = [
 # Builtins that IPython and ipykernel rebind around every cell they execute.
 _SHELL_BUILTINS = {"input", "exit", "quit", "help", "copyright", "credits", "license", "breakpoint", "display", "get_ipython"}
 _MISSING = object()
-# Importing torch._dynamo (torch.compile does) rewraps torch.manual_seed with this wrapper's code.
+# Importing torch._dynamo (torch.compile does) rewraps torch.manual_seed with this wrapper's code,
+# and nn.Module.__init__ / __setstate__ with wrappers of torch/_dynamo/mutation_guard.py.
 _DYNAMO_WRAPPER_CODE = torch._disable_dynamo(lambda: None).__code__
+_DYNAMO_SOURCES = str(Path(torch.__file__).parent / "_dynamo") + "/"
+# torch.set_default_dtype rebinds torch.Storage to the legacy storage class of the new dtype.
+_STORAGE_CLASSES = {v for k, v in vars(torch).items() if k.endswith("Storage") and isinstance(v, type)}
 
 
 def _is_dynamo_rewrap(value: object, trusted: object) -> bool:
-    """Torch's own ``_disable_dynamo(trusted)`` wrapper: a legitimate rebinding, not tampering."""
-    return (
-        isinstance(value, types.FunctionType)
-        and value.__code__ is _DYNAMO_WRAPPER_CODE
-        and any(cell.cell_contents is trusted for cell in value.__closure__ or ())
-    )
+    """Torch rebinding a name itself: its dynamo wrappers around ``trusted`` (torch.compile), or
+    ``torch.Storage`` set to another of torch's storage classes (``torch.set_default_dtype``)."""
+    if isinstance(value, types.FunctionType) and any(cell.cell_contents is trusted for cell in value.__closure__ or ()):
+        return value.__code__ is _DYNAMO_WRAPPER_CODE or value.__code__.co_filename.startswith(_DYNAMO_SOURCES)
+    return trusted in _STORAGE_CLASSES and value in _STORAGE_CLASSES
 
 
 def _is_grader(name: str) -> bool:

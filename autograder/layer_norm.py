@@ -9,6 +9,7 @@ run here, by ``transformers``, on pixel values drawn at check time.
 from __future__ import annotations
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from autograder import engine, forbidden, integrity, siglip_reference, structure
@@ -263,13 +264,14 @@ def _layer_norm_differs(LayerNorm: Student, config, device) -> str | None:
     """Whether the student's LayerNorm alone already disagrees with torch's at SigLIP's settings."""
     shape = (2, 5, config.hidden_size)
     x = sample_input(shape, seed=77).to(device)
-    report = LayerNorm.call("observe_siglip.layer_norm_alone", config.hidden_size, config.layer_norm_eps, device, x)
+    weight = random_tensor((config.hidden_size,), 78, 0.5, 1.5)
+    bias = random_tensor((config.hidden_size,), 79, -0.5, 0.5)
+    report = LayerNorm.call("observe_siglip.layer_norm_alone", config.hidden_size, config.layer_norm_eps, device, x,
+                            weight, bias)
     if "error" in report:
         error = report["error"]
         return f"your LayerNorm raised {error.name} on a (2, 5, {config.hidden_size}) input: {error}"
-    theirs = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps, device=device, dtype=F64)
-    with torch.no_grad():
-        expected = theirs(x)
+    expected = F.layer_norm(x, (config.hidden_size,), weight.to(device), bias.to(device), config.layer_norm_eps)
     got = report["output"]
     if tuple(got.shape) != shape:
         return (f"your LayerNorm returns shape {shape_str(got.shape)} on a (2, 5, {config.hidden_size}) input; "

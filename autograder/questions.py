@@ -41,7 +41,7 @@ def _letters(value, question: str, options: str, multiple: bool) -> str:
     how = f"a string of one or more of {allowed}, e.g. {options[0] + options[-1]!r}" if multiple else f"one of {allowed}"
     if not isinstance(value, str) or not value.strip():
         fail(f"{question}: answer with {how}; your answer is {value!r}.")
-    letters = "".join(c for c in value.lower() if not c.isspace() and c not in ",;")
+    letters = "".join(c for c in value.lower() if not c.isspace() and c not in ",;()[].")  # "(a)", "a." too
     wrong = sorted(set(c for c in letters if c not in options))
     if wrong or (not multiple and len(letters) != 1) or len(set(letters)) != len(letters):
         fail(f"{question}: answer with {how}; your answer is {value!r}.")

@@ -31,13 +31,17 @@ BUGS = {
     "bug_param_grads_swapped": both("that is ∂L/∂β (Σ g); ∂L/∂γ = Σ g·x̂"),
     "bug_weight_grad_uses_x": both("uses x̂ (the normalized input), not x"),
     "bug_param_grads_averaged": both("a mean where a sum belongs"),
+    "bug_eps_hardcoded": both("eps=0.001"),
     "bug_means_over_batch_only": {"bn": "the means run over dims (0,)", "ln": "the means run over dims (0,)"},
 }
 CHEATS = {
-    "cheat_autograd_in_backward": dict.fromkeys(BOTH, "with gradients enabled"),
-    "cheat_graph_saved_in_forward": dict.fromkeys(BOTH, "with gradients enabled"),
+    "cheat_autograd_in_backward": no_points(*BOTH),
+    "cheat_graph_saved_in_forward": no_points(*BOTH),
     "cheat_torch_kernels": no_points(*BOTH),
     "cheat_no_function": dict.fromkeys(BOTH, "not your"),
+    "cheat_func_vjp": no_points(*BOTH),
+    "cheat_func_jacfwd": no_points(*BOTH),
+    "cheat_thread_autograd": no_points(*BOTH),
 }
 CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
 

@@ -88,3 +88,19 @@ def test_torch_compile_rewrapping_manual_seed_is_not_tampering():
     import torch._dynamo  # noqa: F401 - rebinds torch.manual_seed to torch's own wrapper
 
     assert integrity.changed_names() == []
+
+
+def test_torch_rebinding_its_own_names_is_not_tampering():
+    """torch.set_default_dtype rebinds torch.Storage, and a compiled model's first call wraps
+    nn.Module.__init__/__setstate__ (torch/_dynamo/mutation_guard.py): torch's own doing."""
+    previous = torch.get_default_dtype()
+    try:
+        torch.set_default_dtype(torch.float64)
+        compiled = torch.compile(torch.nn.Linear(2, 2), backend="eager")
+        compiled(torch.randn(1, 2))
+        assert integrity.changed_names() == []
+        torch.Storage = torch.nn.Linear  # a notebook doing the same by hand still counts
+        assert "torch.Storage" in integrity.changed_names()
+    finally:
+        torch.set_default_dtype(previous)
+        integrity.restore()

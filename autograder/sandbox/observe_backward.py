@@ -8,25 +8,58 @@ builds a graph lets autograd do the differentiation). :mod:`autograder.backward`
 """
 from __future__ import annotations
 
+import contextlib
+
 import torch
+from torch._functorch import eager_transforms
+from torch.autograd import forward_ad
 
 from autograder.sandbox.observe import OpRecorder, _plain_tensor
+from autograder.sandbox.tripwire import tripwires
 from autograder.wire import RemoteError
 
 MAX_OPS_SHOWN = 8
 
 
+# aten ops that only forward-mode AD runs here: the checks of make_dual (torch.autograd.forward_ad,
+# torch.func.jvp, jacfwd, linearize).
+FORWARD_AD_OPS = {"aten::_has_same_storage_numel", "aten::_make_dual", "aten::_unpack_dual"}
+
+
 class _GradModeRecorder(OpRecorder):
-    """An :class:`OpRecorder` that also notes the ops run while gradients were enabled."""
+    """An :class:`OpRecorder` that also notes the ops run while gradients were enabled, and those
+    of forward-mode AD."""
 
     def __init__(self) -> None:
         super().__init__()
         self.with_grad: set[str] = set()
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-        if torch.is_grad_enabled():
+        if torch.is_grad_enabled() or func.name() in FORWARD_AD_OPS:
             self.with_grad.add(func.name())
         return super().__torch_dispatch__(func, types, args, kwargs)
+
+
+# The Python entry points every forward-mode derivative goes through (torch.autograd.forward_ad,
+# and torch.func's jvp, jacfwd, linearize via _jvp_with_argnums).
+_FORWARD_AD = [forward_ad.make_dual, forward_ad.unpack_dual, eager_transforms._jvp_with_argnums]
+
+
+@contextlib.contextmanager
+def _counting_engine_runs(runs: list):
+    """Count every run of the autograd engine (``torch.autograd.grad``, ``.backward()``,
+    ``torch.func.vjp``), from any thread, while active."""
+    originals = (torch.autograd._engine_run_backward, torch.autograd.graph._engine_run_backward)
+
+    def counted(*args, **kwargs):
+        runs.append(1)
+        return originals[1](*args, **kwargs)
+
+    torch.autograd._engine_run_backward = torch.autograd.graph._engine_run_backward = counted
+    try:
+        yield
+    finally:
+        torch.autograd._engine_run_backward, torch.autograd.graph._engine_run_backward = originals
 
 
 def function_info(fn) -> dict:
@@ -57,10 +90,11 @@ def apply(fn, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     """
     x, weight, bias = _leaf(x, device), _leaf(weight, device), _leaf(bias, device)
     x_before = x.detach().clone()
-    recorder = _GradModeRecorder()
+    recorder, engine_runs, forward_mode = _GradModeRecorder(), [], []
     try:
-        with recorder, torch.enable_grad():  # the caller may be inside a backward (gradcheck)
-            out = fn.apply(x, weight, bias, eps)
+        with _counting_engine_runs(engine_runs), tripwires(_FORWARD_AD) as calls, recorder, torch.enable_grad():
+            out = fn.apply(x, weight, bias, eps)  # enable_grad: gradcheck calls this from a backward
+            forward_mode += calls
     except Exception as error:  # noqa: BLE001 - the student's exception is the observation
         return {"error": RemoteError.of(error), "stage": "forward"}
     if not isinstance(out, torch.Tensor):
@@ -77,12 +111,16 @@ def apply(fn, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor, eps: fl
     }
     if grad_output is not None and out.requires_grad:
         try:
-            with recorder, torch.no_grad():
+            with _counting_engine_runs(engine_runs), tripwires(_FORWARD_AD) as calls, recorder, torch.no_grad():
                 grads = torch.autograd.grad(out, (x, weight, bias), grad_output.to(device, out.dtype),
                                             allow_unused=True)
+                forward_mode += calls
         except Exception as error:  # noqa: BLE001
             return {"error": RemoteError.of(error), "stage": "backward"}
         report["grads"] = [None if g is None else _plain_tensor(g) for g in grads]
+        engine_runs.pop()  # this function's own run
     report["normalization_ops"] = recorder.normalization_ops()
     report["ops_with_grad"] = sorted(recorder.with_grad)[:MAX_OPS_SHOWN]
+    report["engine_runs"] = len(engine_runs)
+    report["forward_mode_ad"] = sorted({name.rsplit(".", 1)[-1] for name in forward_mode})
     return report

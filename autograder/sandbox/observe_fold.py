@@ -3,21 +3,23 @@
 The convolution and the BatchNorm are built here from plain descriptions, in eval mode; the
 student's function gets them, and the report says what came back (its type, weight and bias, its
 output on the grader's input), whether the two modules were changed, which normalization kernels
-ran, and whether torch's own fusion helpers ran (found by their code objects, however the
-student imported them). :mod:`autograder.training_dynamics` judges the report.
+ran, and whether any of torch's fusion helpers ran (:mod:`autograder.sandbox.tripwire`, however
+the student imported them). :mod:`autograder.training_dynamics` judges the report.
 """
 from __future__ import annotations
 
-import sys
+import types
 
 import torch
 from torch import nn
 from torch.nn.utils import fusion
 
 from autograder.sandbox.observe import _ops, _plain_tensor, _recording
+from autograder.sandbox.tripwire import tripwires
 from autograder.wire import RemoteError
 
-_TORCH_FUSION = {fusion.fuse_conv_bn_eval.__code__, fusion.fuse_conv_bn_weights.__code__}
+# Every function of torch.nn.utils.fusion (conv and linear, eval and weights).
+_TORCH_FUSION = [f for f in vars(fusion).values() if isinstance(f, types.FunctionType) and f.__module__ == fusion.__name__]
 
 
 def _state_of(module: nn.Module) -> dict:
@@ -38,27 +40,20 @@ def fold(fn, conv_kwargs: dict, conv_state: dict, bn_kwargs: dict, bn_state: dic
     """``fn(conv, bn)`` and, when it returns a module, that module (eval mode, no autograd) on ``x``."""
     conv, bn = _build(conv_kwargs, conv_state, bn_kwargs, bn_state, device, dtype)
     before = (_state_of(conv), _state_of(bn))
-    entered: list[str] = []
-
-    def profile(frame, event, arg):
-        if event == "call" and frame.f_code in _TORCH_FUSION:
-            entered.append(frame.f_code.co_name)
-
     recorder = _recording(True)
-    previous = sys.getprofile()
+    entered: list[str] = []
     try:
-        sys.setprofile(profile)
-        with recorder:
+        with tripwires(_TORCH_FUSION) as entered, recorder:
             folded = fn(conv, bn)
     except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+        if entered:
+            return {"error": RemoteError.of(error), "torch_fusion": sorted({n.rsplit(".", 1)[-1] for n in entered})}
         return {"error": RemoteError.of(error)}
-    finally:
-        sys.setprofile(previous)
     changed = not all(
         torch.equal(a[k], b[k]) for a, b in zip(before, (_state_of(conv), _state_of(bn))) for k in a
     )
     report = {"type": type(folded).__name__, "is_conv": isinstance(folded, nn.Conv2d), "modules_changed": changed,
-              "torch_fusion": sorted(set(entered)), "normalization_ops": _ops(recorder)}
+              "torch_fusion": sorted({n.rsplit(".", 1)[-1] for n in entered}), "normalization_ops": _ops(recorder)}
     if not isinstance(folded, nn.Module):
         return report
     try:

@@ -131,13 +131,17 @@ def forward_with_reference_norms(model, layer_norm_cls, eps: float, pixel_values
     return forward(swapped, pixel_values, device)
 
 
-def layer_norm_alone(cls, hidden_size: int, eps: float, device, x: torch.Tensor) -> dict:
-    """``cls(hidden_size, eps=eps, device=device, dtype=float64)(x)`` under ``torch.no_grad()``:
-    ``{"output": plain tensor}`` or ``{"error": RemoteError}`` (a forward that returns no
-    tensor counts as a ``TypeError``)."""
+def layer_norm_alone(cls, hidden_size: int, eps: float, device, x: torch.Tensor, weight: torch.Tensor,
+                     bias: torch.Tensor) -> dict:
+    """``cls(hidden_size, eps=eps, device=device, dtype=float64)``, holding ``weight`` and ``bias``
+    (not ones and zeros, so that a bug in the affine step shows), applied to ``x`` under
+    ``torch.no_grad()``: ``{"output": plain tensor}`` or ``{"error": RemoteError}`` (a forward that
+    returns no tensor counts as a ``TypeError``)."""
     try:
         layer = cls(hidden_size, eps=eps, device=device, dtype=F64)
         with torch.no_grad():
+            layer.weight.copy_(weight.to(device, F64))
+            layer.bias.copy_(bias.to(device, F64))
             out = layer(x.to(device, F64))
         if not isinstance(out, torch.Tensor):
             return {"error": _not_a_tensor(out)}

@@ -240,7 +240,7 @@ class _Theirs(torch.autograd.Function):
     def forward(ctx, x, weight, bias, fn: Student, eps: float):
         ctx.save_for_backward(x, weight, bias)
         ctx.fn, ctx.eps = fn, eps
-        report = fn.call("observe_backward.apply", x, weight, bias, eps, x.device)
+        report = fn.report("observe_backward.apply", x, weight, bias, eps, x.device)
         if "error" in report:
             raise _GradcheckStopped(f"your {report['stage']} raised {report['error'].name}: {report['error']}")
         return report["output"]
@@ -248,7 +248,7 @@ class _Theirs(torch.autograd.Function):
     @staticmethod
     def backward(ctx, g):
         x, weight, bias = ctx.saved_tensors
-        report = ctx.fn.call("observe_backward.apply", x, weight, bias, ctx.eps, x.device, g)
+        report = ctx.fn.report("observe_backward.apply", x, weight, bias, ctx.eps, x.device, g)
         if "error" in report or report["grads"] is None or any(t is None for t in report["grads"]):
             raise _GradcheckStopped("your backward gave no gradient here")
         return (*report["grads"], None, None)
@@ -279,14 +279,14 @@ def _check(kind: Kind, fn, cases: list[Case], full: bool) -> None:
     __tracebackhide__ = True
     integrity.check_untampered()
     theirs = student(fn, kind.name)
-    info = theirs.call("observe_backward.function_info")
+    info = theirs.report("observe_backward.function_info")
     if not info["is_function"]:
         fail(f"`{kind.name}` must be a subclass of torch.autograd.Function (with static forward and backward); "
              f"it is {'a class that is not' if info['type'] == 'type' else 'a ' + info['type'] + ', not'} one.")
     for device in devices_for(full):
         for case in cases:
             x, weight, bias, g = case.inputs(device)
-            report = theirs.call("observe_backward.apply", x, weight, bias, case.eps, device, g)
+            report = theirs.report("observe_backward.apply", x, weight, bias, case.eps, device, g)
             _judge(kind, report, case, device)
     _gradcheck(kind, theirs, cases[0])
 

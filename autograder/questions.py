@@ -27,7 +27,7 @@ from autograder.side import student
 def _value(answer, question: str):
     """The student's answer as plain data (a string, a number, a list of them, or None)."""
     __tracebackhide__ = True
-    report = student(answer, question).call("observe_answers.answer")
+    report = student(answer, question).report("observe_answers.answer")
     if "value" not in report:
         fail(f"{question}: your answer must be a string or a number (or a list of them); "
              f"it is {report.get('type', 'something else')}.")

@@ -108,6 +108,15 @@ class Student:
         """Run the observation ``function`` (``"observe.run_steps"``) with this object first."""
         return self.side.request({"op": "call", "function": function, "args": [self.handle, *args], "kwargs": kwargs})
 
+    def report(self, function: str, *args, **kwargs) -> dict:
+        """:meth:`call` for an observation that answers with a dict; anything else means the
+        notebook changed the student's side of the conversation."""
+        value = self.call(function, *args, **kwargs)
+        if type(value) is not dict:
+            raise StudentCodeFailed(f"{function} answered with {type(value).__name__}, not a report "
+                                    "(did the notebook change the autograder package?)")
+        return value
+
     def construct(self, args: tuple = (), kwargs: dict | None = None) -> "Student | RemoteError":
         """An instance of this class built with ``args`` and ``kwargs`` (or the error it raised)."""
         made = self.call("observe.construct", tuple(args), dict(kwargs or {}))

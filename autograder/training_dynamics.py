@@ -144,7 +144,7 @@ def check_ghost_batch_norm(GhostBatchNorm, full: bool = False) -> None:
     layer = cls.construct((3, 4))
     if isinstance(layer, RemoteError):
         fail(f"GhostBatchNorm(3, 4) raised {layer.name}: {layer}")
-    report = layer.call("observe.state_dict")
+    report = layer.report("observe.state_dict")
     wanted = sorted(nn.BatchNorm1d(3).state_dict())
     if "error" in report or sorted(report["state"]) != wanted:
         got = report.get("state", {})
@@ -161,7 +161,7 @@ def effective_rate(w: torch.Tensor, lr: float) -> torch.Tensor:
 
 def _call(fn, name, args, where):
     __tracebackhide__ = True
-    report = fn.call("observe.call", tuple(args), record=False)
+    report = fn.report("observe.call", tuple(args), record=False)
     got = report["result"]
     if isinstance(got, RemoteError):
         fail(f"{where} raised {got.name}: {got}")
@@ -297,7 +297,7 @@ def check_fold_batch_norm(fold_batch_norm, full: bool = False) -> None:
             where = (f"fold_batch_norm(Conv2d({described}), BatchNorm2d({', '.join(f'{k}={v}' for k, v in bn_kwargs.items())}))"
                      f" in {str(dtype).replace('torch.', '')} on {device.type}" + (f", {note}" if note else ""))
             x = channel_input((2, conv_kwargs["in_channels"], 6, 6), seed=seed)
-            report = fn.call("observe_fold.fold", conv_kwargs, dict(conv.state_dict()), bn_kwargs, dict(bn.state_dict()),
+            report = fn.report("observe_fold.fold", conv_kwargs, dict(conv.state_dict()), bn_kwargs, dict(bn.state_dict()),
                              device, dtype, x)
             _judge_fold(report, conv, bn, x, dtype, where)
 

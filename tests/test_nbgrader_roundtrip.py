@@ -234,8 +234,8 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
         # Test cells show the message only: no frames of the grader (a student's own cells keep
         # their tracebacks, which show only the student's code).
         assert "autograder/" not in text and "check_untampered" not in text, student
-    if "grader_disabled" in pages:
-        assert "could not be checked" in pages["grader_disabled"]
+    if "grader_disabled" in pages:  # its cells say why nothing was credited
+        assert "could not be checked" in pages["grader_disabled"] or "has replaced" in pages["grader_disabled"]
     for student in set(HOSTILE_EXPECTED) & set(pages):  # whatever they printed, they found no secret
         submitted = nbformat.read(root / "submitted" / student / assignment / f"{assignment}.ipynb", as_version=4)
         own = "\n".join(c.source for c in submitted.cells)

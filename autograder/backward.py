@@ -186,6 +186,9 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         fail(f"{where}: the output's grad_fn is {report['node']}, not your {kind.name}'s backward node: call "
              f"{kind.name}.apply(x, weight, bias, eps) and return its result unchanged, so that autograd calls your "
              "backward.")
+    if report["grader_formulas"]:
+        fail(f"{where}: your Function called the grader's own formulas (autograder.backward_formulas."
+             f"{', '.join(report['grader_formulas'])}). Derive and write the gradient yourself. This part earns no points.")
     if report["forward_mode_ad"]:
         fail(f"{where}: your Function used forward-mode AD ({', '.join(report['forward_mode_ad'])}: torch.func.jvp, "
              "jacfwd, linearize or torch.autograd.forward_ad). The exercise is to compute the gradients with your "

@@ -42,6 +42,7 @@ CHEATS = {
     "cheat_func_vjp": no_points(*BOTH),
     "cheat_func_jacfwd": no_points(*BOTH),
     "cheat_thread_autograd": no_points(*BOTH),
+    "cheat_grader_formula": no_points(*BOTH),
 }
 CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
 

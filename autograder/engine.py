@@ -42,11 +42,14 @@ class Step:
     mode: str
     x: torch.Tensor
     no_grad: bool = False
+    extra: tuple = ()  # further forward arguments after x (a padding mask), passed as they are
+    extra_note: str = ""  # how messages describe them
 
     def describe(self) -> str:
         kind = "training" if self.mode == "train" else "eval"
         extra = " under torch.no_grad()" if self.no_grad else ""
-        return f"{kind} forward on input {shape_str(self.x.shape)}{extra}"
+        note = f" {self.extra_note}" if self.extra_note else ""
+        return f"{kind} forward on input {shape_str(self.x.shape)}{note}{extra}"
 
 
 @dataclass
@@ -124,7 +127,7 @@ def _tensor_names(reference: nn.Module) -> tuple[list[str], list[str]]:
 
 
 def _plain_steps(case: Case) -> list[dict]:
-    return [{"mode": step.mode, "x": step.x, "no_grad": step.no_grad} for step in case.steps]
+    return [{"mode": step.mode, "x": step.x, "no_grad": step.no_grad, "extra": tuple(step.extra)} for step in case.steps]
 
 
 def run_reference(layer: nn.Module, case: Case, params: list[str], buffers: list[str], dtype: torch.dtype) -> list[StepResult]:

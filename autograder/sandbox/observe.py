@@ -178,7 +178,8 @@ _MISSING = object()
 
 def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, buffer_names: list,
               record: bool = False, state: dict | None = None) -> dict:
-    """Run ``layer`` through ``steps`` (dicts: mode 'train'/'eval', input x, no_grad) and record,
+    """Run ``layer`` through ``steps`` (dicts: mode 'train'/'eval', input x, no_grad, optional
+    ``extra`` arguments after x) and record,
     after each, its error or output, the input and parameter gradients, and every buffer.
 
     The input is rounded to ``case_dtype``, then given to the layer in ``dtype``; each forward is followed by a backward of
@@ -200,8 +201,9 @@ def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, 
             x = step["x"].to(case_dtype).to(device, dtype).detach().requires_grad_(not step["no_grad"])
             with recorder:
                 original = x.detach().clone()
+                extra = [e.to(device) if isinstance(e, torch.Tensor) else e for e in step.get("extra", ())]
                 with torch.no_grad() if step["no_grad"] else torch.enable_grad():
-                    out = layer(x)
+                    out = layer(x, *extra)
                 if not isinstance(out, torch.Tensor):
                     raise TypeError(f"forward returned {type(out).__name__}, not a Tensor")
                 if not torch.equal(x.detach(), original):

@@ -1,0 +1,147 @@
+"""Run a student's synchronized BatchNorm in several processes of one ``torch.distributed`` group.
+
+:func:`run_replicas` forks one process per replica from the student's own process (so the
+student's class, defined in a notebook cell, exists there too), joins them into a gloo process
+group over the loopback interface (a ``TCPStore`` served by this process on a port the kernel
+picks), and runs in each replica the student's layer on its shard of every step: the forward,
+then a backward of ``sum(output · grad)`` with the grader's upstream gradient for that shard.
+Each replica sends back, as plain data, its outputs, gradients, buffers and the normalization
+kernels it ran; the replicas are killed when they outlive ``seconds``, and none is left behind.
+
+Nothing here decides a verdict: :mod:`autograder.practice_lab` compares the reports with one
+``torch.nn.BatchNorm2d`` run on the concatenated batch, on the trusted side.
+
+The replicas are forked, so they run on the CPU: CUDA cannot be used in a process forked from one
+that has initialized it, and a notebook's classes cannot be sent to a freshly spawned process.
+"""
+from __future__ import annotations
+
+import ctypes
+import datetime
+import multiprocessing
+import os
+import pickle
+import signal
+import time
+
+import torch
+
+from autograder.sandbox.observe import _MISSING, _ops, _plain_tensor, _recording, load_state
+from autograder.wire import RemoteError
+
+PARAMETERS = ("weight", "bias")
+BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype, seconds: float = 60.0) -> dict:
+    """``steps``: dicts with ``mode`` ('train'/'eval'), ``shards`` (one input per replica),
+    ``grads`` (one upstream gradient per replica, or None for a forward under ``torch.no_grad()``).
+
+    Returns ``{"replicas": [report of rank 0, rank 1, ...]}`` where a report is
+    ``{"steps": [...], "normalization_ops": [...]}`` or ``{"error": ...}``, or ``{"error": ...}``
+    for the whole run when the replicas could not be started or did not finish in time.
+    """
+    from torch import distributed
+
+    world = len(steps[0]["shards"])
+    context = multiprocessing.get_context("fork")
+    store = distributed.TCPStore("127.0.0.1", 0, world + 1, is_master=True, wait_for_workers=False,
+                                 timeout=datetime.timedelta(seconds=seconds))
+    pipes = [context.Pipe(duplex=False) for _ in range(world)]
+    replicas = [context.Process(target=_replica, daemon=True,
+                                args=(rank, world, store.port, cls, args, kwargs, state, steps, dtype, seconds, pipes[rank][1]))
+                for rank in range(world)]
+    reports: list = [None] * world
+    deadline = time.monotonic() + seconds
+    try:
+        for replica in replicas:
+            replica.start()
+        for rank, (receiving, sending) in enumerate(pipes):
+            sending.close()
+            if receiving.poll(max(0.0, deadline - time.monotonic())):
+                try:
+                    reports[rank] = pickle.loads(receiving.recv_bytes())
+                except Exception:  # noqa: BLE001 - EOF, or not a pickle
+                    reports[rank] = {"error": RemoteError(("ProcessExited",), "the replica exited without a report (sys.exit or a crash?)")}
+            else:
+                reports[rank] = {"error": RemoteError(("Timeout",), f"the replica did not finish within {seconds:g} s "
+                                                                 "(waiting for a collective that another replica never called?)")}
+    finally:
+        for replica in replicas:
+            if replica.is_alive():
+                os.kill(replica.pid, signal.SIGKILL)
+            replica.join(5)
+        for receiving, _ in pipes:
+            receiving.close()
+        del store
+    return {"replicas": [r if type(r) is dict else {"error": RemoteError(("BadReport",), "the replica sent no report")}
+                         for r in reports]}
+
+
+def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds, pipe) -> None:
+    """One replica: join the group, run the steps on this rank's shards, send the report, exit."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the student's process
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+        os.dup2(devnull, 2)
+        torch.set_num_threads(1)
+        os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # the loopback only (in the sandbox, the only interface)
+        from torch import distributed
+
+        store = distributed.TCPStore("127.0.0.1", port, world + 1, is_master=False,
+                                     timeout=datetime.timedelta(seconds=seconds))
+        distributed.init_process_group("gloo", store=store, rank=rank, world_size=world,
+                                       timeout=datetime.timedelta(seconds=seconds))
+        try:
+            report = _run(rank, cls, args, kwargs, state, steps, dtype)
+        finally:
+            distributed.destroy_process_group()
+        pipe.send_bytes(pickle.dumps(report))  # plain pickle: torch's would share memory that dies with this process
+    except BaseException as error:  # noqa: BLE001 - whatever happened is the report
+        try:
+            pipe.send_bytes(pickle.dumps({"error": RemoteError.of(error)}))
+        except Exception:  # noqa: BLE001
+            pass
+    finally:
+        os._exit(0)
+
+
+def _run(rank: int, cls, args, kwargs, state, steps, dtype) -> dict:
+    try:
+        layer = cls(*args, **kwargs, device=torch.device("cpu"), dtype=dtype)
+    except Exception as error:  # noqa: BLE001
+        return {"error": RemoteError.of(error)}
+    load_state(layer, state, dtype)
+    recorder = _recording(True)
+    results = []
+    for step in steps:
+        result = {"error": None, "output": None, "grad_input": None, "grad_params": {}, "buffers": {}}
+        no_grad = step["grads"] is None
+        try:
+            layer.train(step["mode"] == "train")
+            for p in layer.parameters():
+                p.grad = None
+            x = step["shards"][rank].to(dtype).detach().requires_grad_(not no_grad)
+            with recorder:
+                with torch.no_grad() if no_grad else torch.enable_grad():
+                    out = layer(x)
+                if not isinstance(out, torch.Tensor):
+                    raise TypeError(f"forward returned {type(out).__name__}, not a Tensor")
+                if not no_grad and out.requires_grad:
+                    (out * step["grads"][rank].to(out.dtype)).sum().backward()
+        except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+            result["error"] = RemoteError.of(error)
+        else:
+            result["output"] = _plain_tensor(out)
+            result["grad_input"] = None if x.grad is None else _plain_tensor(x.grad)
+            for name in PARAMETERS:
+                p = getattr(layer, name, None)
+                result["grad_params"][name] = _plain_tensor(p.grad) if isinstance(p, torch.Tensor) and p.grad is not None else None
+        for name in BUFFERS:
+            b = getattr(layer, name, _MISSING)
+            result["buffers"][name] = (_plain_tensor(b) if isinstance(b, torch.Tensor)
+                                       else {"missing": True} if b is _MISSING else None if b is None
+                                       else {"object": type(b).__name__})
+        results.append(result)
+    return {"steps": results, "normalization_ops": _ops(recorder)}

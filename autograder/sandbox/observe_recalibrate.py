@@ -1,0 +1,70 @@
+"""Run a student's ``recalibrate_bn(model, loader)`` (exercise 07) on a model built here.
+
+The model is built from a plain description (:func:`build_model`, also used by the grader for
+``torch.optim.swa_utils.update_bn``'s answer), with stale running statistics; the loader is a list
+of batches (tensors, or ``(input, target)`` pairs).  The report holds the model's ``state_dict``
+after the call, each BatchNorm's ``momentum`` and every module's ``training`` flag before and
+after, whether parameters changed or got gradients, and whether torch's ``update_bn`` ran
+(:mod:`autograder.sandbox.tripwire`).  :mod:`autograder.practice_lab` judges it.
+"""
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+from torch.optim import swa_utils
+
+from autograder.sandbox.observe import _plain_tensor
+from autograder.sandbox.tripwire import tripwires
+from autograder.wire import RemoteError
+
+
+def architecture(spec: dict) -> nn.Module:
+    """A small CNN with three BatchNorms (2d, 2d, 1d) whose momenta ``spec`` gives, in float64."""
+    c, hidden = spec["channels"], spec["hidden"]
+    first, second, third = spec["momenta"]
+    return nn.Sequential(
+        nn.Conv2d(c, hidden, 3, padding=1, bias=False), nn.BatchNorm2d(hidden, momentum=first), nn.ReLU(),
+        nn.Conv2d(hidden, hidden, 3, padding=1, bias=False), nn.BatchNorm2d(hidden, momentum=second), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(4 * hidden, 8), nn.BatchNorm1d(8, momentum=third),
+        nn.Linear(8, 3),
+    ).to(torch.float64)
+
+
+def build_model(spec: dict, state: dict) -> nn.Module:
+    """:func:`architecture` holding ``state`` (stale running statistics), in the mode ``spec`` says."""
+    model = architecture(spec)
+    with torch.no_grad():
+        model.load_state_dict(state)
+    return model.train(spec["training"])
+
+
+def _modes(model: nn.Module) -> list[bool]:
+    return [m.training for m in model.modules()]
+
+
+def _momenta(model: nn.Module) -> list:
+    return [m.momentum for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+
+
+def recalibrate(fn, spec: dict, state: dict, batches: list, pairs: bool) -> dict:
+    """``fn(model, loader)`` and what it left behind."""
+    model = build_model(spec, state)
+    loader = [(x, torch.zeros(len(x), dtype=torch.long)) for x in batches] if pairs else list(batches)
+    parameters = {n: p.detach().clone() for n, p in model.named_parameters()}
+    modes_before, momenta_before = _modes(model), _momenta(model)
+    try:
+        with tripwires([inspect.unwrap(swa_utils.update_bn)]) as entered:
+            fn(model, loader)
+    except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+        return {"error": RemoteError.of(error), "update_bn": bool(entered)}
+    named = dict(model.named_parameters())
+    return {
+        "state": {str(k): _plain_tensor(v) for k, v in model.state_dict().items()},
+        "modes_before": modes_before, "modes_after": _modes(model),
+        "momenta_before": momenta_before, "momenta_after": _momenta(model),
+        "parameters_changed": sorted(n for n, p in parameters.items() if n not in named or not torch.equal(named[n].detach(), p)),
+        "gradients_left": sorted(n for n, p in named.items() if p.grad is not None),
+        "update_bn": bool(entered),
+    }

@@ -1,0 +1,107 @@
+"""Exercise 07: SyncBatchNorm2d over real gloo processes, MaskedBatchNorm1d, FrozenBatchNorm2d,
+recalibrate_bn and Float32StatsLayerNorm. Correct submissions pass, each bug fails the part it
+breaks with its misconception named, and torch's own normalization (or update_bn) earns nothing.
+The catalogue is tests/submissions/practice_lab/."""
+from __future__ import annotations
+
+import multiprocessing
+
+import pytest
+
+from autograder import practice_lab as checks
+from catalogue import Catalogue, no_points
+from course import load_namespace
+
+ASSIGNMENT = "07_practice_lab"
+PARTS = {
+    "sync": lambda ns, full: checks.check_sync_batch_norm(ns["SyncBatchNorm2d"], full=full),
+    "masked": lambda ns, full: checks.check_masked_batch_norm(ns["MaskedBatchNorm1d"], full=full),
+    "frozen": lambda ns, full: checks.check_frozen_batch_norm(ns["FrozenBatchNorm2d"], full=full),
+    "recalibrate": lambda ns, full: checks.check_recalibrate_bn(ns["recalibrate_bn"], full=full),
+    "half": lambda ns, full: checks.check_float32_stats_layer_norm(ns["Float32StatsLayerNorm"], full=full),
+}
+BUGS = {
+    "bug_sync_local_statistics": {"sync": "each process normalized its own shard"},
+    "bug_sync_plain_all_reduce": {"sync": "A plain dist.all_reduce is invisible to autograd"},
+    "bug_sync_biased_running_var": {"sync": "unbiased"},
+    "bug_sync_local_count": {"sync": "uses this process's count"},
+    "bug_masked_counts_padding": {"masked": "your statistics include the padded positions"},
+    "bug_masked_padding_not_zero": {"masked": "the padded positions of the output must be 0"},
+    "bug_frozen_batch_statistics": {"frozen": "uses its running statistics in training mode too"},
+    "bug_frozen_rejects_batch_norm_state": {"frozen": "num_batches_tracked"},
+    "bug_frozen_parameters": {"frozen": "none as nn.Parameter"},
+    "bug_recalibrate_no_reset": {"recalibrate": "reset them first"},
+    "bug_recalibrate_keeps_momentum": {"recalibrate": "kept each BatchNorm's momentum"},
+    "bug_recalibrate_mode_not_restored": {"recalibrate": "restore the mode it had"},
+    "bug_half_statistics_in_input_dtype": {"half": "overflowed or lost precision in float16"},
+}
+CHEATS = {
+    "cheat_sync_functional_batch_norm": no_points("sync"),
+    "cheat_recalibrate_update_bn": no_points("recalibrate"),
+    "cheat_frozen_subclass": no_points("frozen"),
+    "cheat_half_layer_norm_kernel": no_points("half"),
+    "cheat_masked_torch_batch_norm": no_points("masked"),
+}
+CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
+
+
+@pytest.mark.parametrize("name", sorted(CATALOGUE.correct()))
+def test_correct_submission_passes_every_part(name):
+    CATALOGUE.assert_correct(name)
+
+
+def test_every_catalogue_file_has_an_expectation():
+    CATALOGUE.assert_complete()
+
+
+@pytest.mark.parametrize("name", sorted(BUGS))
+def test_bug_fails_the_parts_it_breaks_with_its_misconception(name):
+    CATALOGUE.assert_bug(name)
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
+    CATALOGUE.assert_cheat(name, tmp_path)
+
+
+def test_the_released_stub_fails_every_part():
+    CATALOGUE.assert_stub_fails()
+
+
+def test_no_replica_process_outlives_the_check():
+    """Every forked replica is joined or killed before the check returns."""
+    namespace = load_namespace(ASSIGNMENT, CATALOGUE.correct()["notebook_solution"])
+    checks.check_sync_batch_norm(namespace["SyncBatchNorm2d"])
+    assert multiprocessing.active_children() == []
+
+
+def test_a_replica_that_never_joins_the_collective_is_stopped_in_time():
+    """A layer whose process 1 skips the all-reduce leaves process 0 waiting: the check ends with a
+    timeout message, not a hang, and no process is left."""
+    import time
+
+    import torch
+    import torch.distributed as dist
+    from torch import nn
+
+    class Deadlocks(nn.Module):
+        def __init__(self, num_features, eps=1e-5, momentum=0.1, affine=True, track_running_stats=True,
+                     process_group=None, device=None, dtype=None):
+            super().__init__()
+
+        def forward(self, x):
+            if dist.get_rank() == 0:
+                dist.all_reduce(torch.ones(1))
+            return x
+
+    from autograder.side import student
+
+    case = checks._ReplicaCase([2, 2], seed=1)
+    start = time.monotonic()
+    report = student(Deadlocks, "SyncBatchNorm2d").report(
+        "observe_distributed.run_replicas", (3,), {}, case.state, case.plain_steps(), case.dtype, 3.0)
+    assert time.monotonic() - start < 20
+    rank0 = report["replicas"][0]
+    # gloo's own timeout (the run's 3 s) ends the waiting collective with an error, or the replica is killed
+    assert "error" in rank0 or rank0["steps"][0]["error"] is not None, rank0
+    assert multiprocessing.active_children() == []

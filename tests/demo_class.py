@@ -38,7 +38,7 @@ TEST_CELLS = {
     "02b_batch_norm_backward": ["test_batch_norm_function", "test_layer_norm_function", *questions(3)],
     "06_training_dynamics": ["test_ghost_batch_norm", "test_diagnostics", "test_fold_batch_norm", *questions(2)],
     "07_practice_lab": ["test_sync_batch_norm", "test_masked_batch_norm", "test_frozen_batch_norm", "test_recalibrate_bn",
-                        "test_float32_stats_layer_norm", *questions(1)],
+                        "test_float32_stats_layer_norm", *questions(2)],
 }
 # Expected points are per test cell, in that order. The code parts come first, the questions
 # last. A submission built from a catalogue file (notebook_with_code) leaves the answer cells
@@ -194,11 +194,11 @@ def training_dynamics_class() -> dict[str, tuple[nbformat.NotebookNode, list[flo
 def practice_lab_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     a = "07_practice_lab"
     return {
-        "solution": (source_notebook(a), [3, 2, 1.5, 1.5, 1, 1]),
-        "stub": (release(a), [0] * 6),
-        "alternative": (notebook_with_code(a, catalogue(a, "correct_alternative")), [3, 2, 1.5, 1.5, 1, 0]),
-        "local_statistics": (notebook_with_code(a, catalogue(a, "bug_sync_local_statistics")), [0, 2, 1.5, 1.5, 1, 0]),
-        "update_bn_cheat": (notebook_with_code(a, catalogue(a, "cheat_recalibrate_update_bn")), [3, 2, 1.5, 0, 1, 0]),
+        "solution": (source_notebook(a), [3, 1.5, 1, 1.5, 1, 1, 1]),
+        "stub": (release(a), [0] * 7),
+        "alternative": (notebook_with_code(a, catalogue(a, "correct_alternative")), [3, 1.5, 1, 1.5, 1, 0, 0]),
+        "local_statistics": (notebook_with_code(a, catalogue(a, "bug_sync_local_statistics")), [0, 1.5, 1, 1.5, 1, 0, 0]),
+        "update_bn_cheat": (notebook_with_code(a, catalogue(a, "cheat_recalibrate_update_bn")), [3, 1.5, 1, 0, 1, 0, 0]),
     }
 
 

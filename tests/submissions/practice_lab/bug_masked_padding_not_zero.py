@@ -147,7 +147,8 @@ class FrozenBatchNorm2d(nn.Module):
 
 def recalibrate_bn(model, loader):
     """Recompute every BatchNorm's running statistics as the plain average over ``loader``'s batches."""
-    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    batch_norms = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
+    norms = [m for m in model.modules() if isinstance(m, batch_norms)]
     momenta = [m.momentum for m in norms]
     for m in norms:
         m.reset_running_stats()

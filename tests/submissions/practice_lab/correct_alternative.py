@@ -125,7 +125,8 @@ class FrozenBatchNorm2d(nn.Module):
 
 
 def recalibrate_bn(model, loader):
-    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    batch_norms = (nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d, nn.SyncBatchNorm)
+    norms = [m for m in model.modules() if isinstance(m, batch_norms)]
     sums = {m: [0.0, 0.0] for m in norms}
     hooks = []
     count = 0

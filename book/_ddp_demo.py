@@ -4,7 +4,7 @@ The chapter starts two copies of this script:
     python _ddp_demo.py RANK WORLD_SIZE PORT OUT_DIR
 Every replica builds the same global batch from a fixed seed, keeps its own (uneven) shard,
 normalizes it in three ways (BatchNorm on the shard alone; statistics all-reduced across the
-replicas, with two kinds of all-reduce; torch.nn.SyncBatchNorm) and saves what it saw to
+replicas, with four kinds of all-reduce; torch.nn.SyncBatchNorm) and saves what it saw to
 OUT_DIR/rank<RANK>.pt. The chapter compares the results with one BatchNorm2d on the whole batch.
 """
 import datetime
@@ -13,6 +13,8 @@ import warnings
 
 import torch
 import torch.distributed as dist
+import torch.distributed._functional_collectives as funcol
+import torch.distributed.nn.functional as dist_fn
 from torch import nn
 
 SHARDS = (5, 3)              # images per replica: uneven on purpose
@@ -110,8 +112,23 @@ def main():
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (yp * w).sum().backward()
+    out["plain_y"] = yp.detach()
     out["plain_dx"] = xp.grad
     out["plain_warning"] = [str(c.message).split(". ")[0] for c in caught]
+
+    # 3b. torch's differentiable all-reduces: torch.distributed.nn.functional.all_reduce
+    #     (deprecated in torch 2.13) and the replacement its warning names. The backward of
+    #     both all-reduces the incoming gradient, like SumOverReplicas.
+    torch_all_reduces = {"fn": dist_fn.all_reduce,
+                         "funcol": lambda t: funcol.all_reduce(t, "sum", dist.group.WORLD)}
+    for key, all_reduce in torch_all_reduces.items():
+        xf = x.clone().requires_grad_()
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            yf, _, _ = normalize_synced(xf, gamma0, beta0, torch.zeros(C), torch.ones(C), all_reduce)
+            (yf * w).sum().backward()
+        out[f"{key}_y"], out[f"{key}_dx"] = yf.detach().clone(), xf.grad
+        out[f"{key}_warning"] = [str(c.message) for c in caught if issubclass(c.category, FutureWarning)]
 
     # 4. The backward written out: two per-channel sums, all-reduced (torch calls them
     #    sum_dy and sum_dy_xmu), give every replica the gradient of the global batch.

@@ -50,8 +50,9 @@ class _ReplicaCase:
     """One run of the student's layer in ``len(sizes)`` processes: replica r gets ``sizes[r]`` samples."""
 
     def __init__(self, sizes, channels=3, spatial=(4, 4), kwargs=None, dtype=F64, modes=("train", "train", "eval"),
-                 seed=0, mean=0.0, note=""):
+                 seed=0, mean=0.0, note="", groups=None):
         self.sizes, self.channels, self.kwargs, self.dtype, self.modes = list(sizes), channels, dict(kwargs or {}), dtype, modes
+        self.groups = groups  # lists of ranks, each its own process_group; None: one group of all
         self.state = channel_state(channels, seed, self.kwargs.get("affine", True))
         self.steps = []
         for i, mode in enumerate(modes):
@@ -64,11 +65,22 @@ class _ReplicaCase:
         kw = "".join(f", {k}={v!r}" for k, v in self.kwargs.items())
         text = (f"{SYNC}({self.channels}{kw}) in {str(self.dtype).removeprefix('torch.')} on {len(self.sizes)} "
                 f"processes with {' + '.join(map(str, self.sizes))} samples")
+        if self.groups:
+            text += ", process groups " + " and ".join("{" + ", ".join(map(str, g)) + "}" for g in self.groups)
         return text + (f", {self.note}" if self.note else "")
 
     def rows(self, rank: int) -> slice:
         start = sum(self.sizes[:rank])
         return slice(start, start + self.sizes[rank])
+
+    def group_of(self, rank: int) -> list[int]:
+        return next((g for g in self.groups if rank in g), [rank]) if self.groups else list(range(len(self.sizes)))
+
+    def group_batch(self, x: torch.Tensor, rank: int) -> tuple[torch.Tensor, slice]:
+        """The concatenated batch of ``rank``'s process group, and ``rank``'s rows in it."""
+        group = self.group_of(rank)
+        start = sum(self.sizes[r] for r in group[:group.index(rank)])
+        return torch.cat([x[self.rows(r)] for r in group]), slice(start, start + self.sizes[rank])
 
     def plain_steps(self) -> list[dict]:
         split = lambda t: None if t is None else [t[self.rows(r)].clone() for r in range(len(self.sizes))]  # noqa: E731
@@ -76,43 +88,49 @@ class _ReplicaCase:
 
 
 def _reference_replicas(case: _ReplicaCase, dtype) -> list[list[dict]]:
-    """torch's BatchNorm2d on the concatenated batch, computing in ``dtype``, cut into what each
-    replica should report: per step, per rank, the output, gradients and buffers."""
-    bn = nn.BatchNorm2d(case.channels, **case.kwargs, dtype=dtype)
-    observe.load_state(bn, case.state, case.dtype)
-    params = [p for p in (bn.weight, bn.bias) if p is not None]
-    steps = []
-    for mode, x, g in case.steps:
-        bn.train(mode == "train")
-        x = x.to(case.dtype).to(dtype).requires_grad_(g is not None)
-        with torch.enable_grad() if g is not None else torch.no_grad():
-            y = bn(x)
-        per_rank = []
-        grad_x = None
-        if g is not None:
-            g = g.to(dtype)
-            grad_x = torch.autograd.grad((y * g).sum(), x, retain_graph=True)[0]
-        for rank in range(len(case.sizes)):
-            rows = case.rows(rank)
-            grads = {"weight": None, "bias": None}
-            if g is not None and params:
-                local = torch.autograd.grad((y[rows] * g[rows]).sum(), params, retain_graph=True)
-                grads = dict(zip(("weight", "bias"), local))
+    """torch's BatchNorm2d on each process group's concatenated batch, computing in ``dtype``, cut
+    into what each replica should report: per step, per rank, the output, gradients and buffers."""
+    world = len(case.sizes)
+    steps: list[list] = [[None] * world for _ in case.steps]
+    for group in case.groups or [list(range(world))]:
+        bn = nn.BatchNorm2d(case.channels, **case.kwargs, dtype=dtype)
+        observe.load_state(bn, case.state, case.dtype)
+        params = [p for p in (bn.weight, bn.bias) if p is not None]
+        for i, (mode, x, g) in enumerate(case.steps):
+            bn.train(mode == "train")
+            xg, _ = case.group_batch(x, group[0])
+            xg = xg.to(case.dtype).to(dtype).requires_grad_(g is not None)
+            with torch.enable_grad() if g is not None else torch.no_grad():
+                y = bn(xg)
+            gg = None if g is None else case.group_batch(g, group[0])[0].to(dtype)
+            grad_x = None if gg is None else torch.autograd.grad((y * gg).sum(), xg, retain_graph=True)[0]
+            full = dict(zip(("weight", "bias"), torch.autograd.grad((y * gg).sum(), params, retain_graph=True))) \
+                if gg is not None and params else None
             buffers = {n: (None if getattr(bn, n) is None else getattr(bn, n).detach().clone())
                        for n in ("running_mean", "running_var", "num_batches_tracked")}
-            per_rank.append({"output": y[rows].detach(), "grad_input": None if grad_x is None else grad_x[rows],
-                             "grad_params": grads, "buffers": buffers, "global_grads": None})
-        if g is not None and params:
-            full = torch.autograd.grad((y * g).sum(), params)
-            for report in per_rank:
-                report["global_grads"] = dict(zip(("weight", "bias"), full))
-        steps.append(per_rank)
+            for rank in group:
+                rows = case.group_batch(x, rank)[1]
+                grads = {"weight": None, "bias": None}
+                if gg is not None and params:
+                    grads = dict(zip(("weight", "bias"), torch.autograd.grad((y[rows] * gg[rows]).sum(), params, retain_graph=True)))
+                steps[i][rank] = {"output": y[rows].detach(), "grad_input": None if grad_x is None else grad_x[rows],
+                                  "grad_params": grads, "buffers": buffers, "global_grads": full}
     return steps
 
 
 def _sync_hint(case: _ReplicaCase, step: int, rank: int, name: str, got: torch.Tensor, exact: dict) -> str | None:
     mode, x, _ = case.steps[step]
     shard = x[case.rows(rank)]
+    if case.groups and name == "output" and mode == "train":
+        everyone = x  # statistics over every process instead of this process's group
+        var, mean = torch.var_mean(everyone, dim=_dims(everyone), correction=0, keepdim=True)
+        wrong = ((shard - mean) / torch.sqrt(var + case.kwargs.get("eps", 1e-5)))
+        if case.kwargs.get("affine", True):
+            wrong = wrong * case.state["weight"].reshape(1, -1, 1, 1) + case.state["bias"].reshape(1, -1, 1, 1)
+        if matches(wrong, got, exact["output"]):
+            return ("your layer reduced over every process, not over its process_group: pass "
+                    "group=self.process_group to the collectives (None means the default group).")
+    x = case.group_batch(x, rank)[0]
     eps, momentum = case.kwargs.get("eps", 1e-5), case.kwargs.get("momentum", 0.1)
     if name == "output" and mode == "train":
         var, mean = torch.var_mean(shard, dim=_dims(shard), correction=0, keepdim=True)
@@ -165,14 +183,15 @@ def _judge_replicas(case: _ReplicaCase, reports: list) -> None:
             fail(f"{case.describe()}: process {rank} could not run your {SYNC}: "
                  f"{getattr(error, 'name', 'error')}: {error}")
         forbidden.report_normalization_ops([str(o) for o in report.get("normalization_ops", [])], SYNC)
-    buffers_before = {"running_var": case.state.get("running_var", torch.ones(case.channels, dtype=F64))}
+    initial = case.state.get("running_var", torch.ones(case.channels, dtype=F64))
+    buffers_before = [{"running_var": initial} for _ in reports]  # per rank: its group's running_var before the step
     for i, (mode, _, g) in enumerate(case.steps):
         for rank, report in enumerate(reports):
             steps = report.get("steps")
             if type(steps) is not list or len(steps) != len(case.steps) or type(steps[i]) is not dict:
                 raise StudentCodeFailed("a replica's report does not describe every step")
             s, r, e = steps[i], expected[i][rank], exact[i][rank]
-            e = {**e, "buffers_before": buffers_before}
+            e = {**e, "buffers_before": buffers_before[rank]}
             where = (f"{case.describe()}: process {rank} ({case.sizes[rank]} samples), step {i + 1} of "
                      f"{len(case.steps)} ({'training' if mode == 'train' else 'eval'} forward"
                      f"{' under torch.no_grad()' if g is None and mode == 'train' else ''})")
@@ -203,11 +222,11 @@ def _judge_replicas(case: _ReplicaCase, reports: list) -> None:
                 if gap is not None:
                     hint = _sync_hint(case, i, rank, name, mine, e)
                     fail(f"{where}: your `{name}` differs from torch.nn.BatchNorm2d's on the whole batch of "
-                         f"{sum(case.sizes)}: max error {gap.max_error:.3g} (yours {gap.student_value:.6g}, torch "
+                         f"{sum(case.sizes[r] for r in case.group_of(rank))}: max error {gap.max_error:.3g} (yours {gap.student_value:.6g}, torch "
                          f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
                          + (f"\nLikely cause: {hint}" if hint else ""))
         if mode == "train" and exact[i][0]["buffers"]["running_var"] is not None:
-            buffers_before = {"running_var": exact[i][0]["buffers"]["running_var"]}
+            buffers_before = [{"running_var": exact[i][rank]["buffers"]["running_var"]} for rank in range(len(reports))]
 
 
 def _replica_cases(full: bool) -> list[_ReplicaCase]:
@@ -221,6 +240,8 @@ def _replica_cases(full: bool) -> list[_ReplicaCase]:
             _ReplicaCase([2, 4], kwargs={"track_running_stats": False}, seed=7),
             _ReplicaCase([2, 3], modes=("train-no-grad", "train", "eval"), seed=8, note="first step under no_grad"),
             _ReplicaCase([4, 4], kwargs={"momentum": 0.3}, dtype=F32, mean=50.0, seed=9, note="float32, mean 50"),
+            _ReplicaCase([2, 3, 2, 1], groups=[[0, 1], [2, 3]], seed=10),
+            _ReplicaCase([2, 3], kwargs={"momentum": 0.0}, seed=11, note="momentum 0: the running statistics stay"),
         ]
     return cases
 
@@ -250,17 +271,18 @@ def check_sync_batch_norm(SyncBatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     cls = forbidden.own_classes((SyncBatchNorm2d, SYNC))[0]
     attributes = ("num_features", "eps", "momentum", "affine", "track_running_stats")
-    structure.compare_structure(cls, nn.BatchNorm2d, (3,), {}, CPU, F32, SYNC, attributes)
+    for kwargs in ({}, {"affine": False}, {"track_running_stats": False}) if full else ({},):
+        structure.compare_structure(cls, nn.BatchNorm2d, (3,), kwargs, CPU, F32, SYNC, attributes)
     for case in _single_process_cases(full):
         engine.compare_case(cls, nn.BatchNorm2d, case, ALL_ASPECTS, batch_norm_hints.hint, SYNC)
     for case in _replica_cases(full):
         for attempt in range(2):  # a replica that timed out once is given a second chance (a loaded machine)
             report = cls.report("observe_distributed.run_replicas", (case.channels,), case.kwargs, case.state,
-                                case.plain_steps(), case.dtype, REPLICA_SECONDS)
+                                case.plain_steps(), case.dtype, REPLICA_SECONDS, case.groups)
             if not _timed_out(report):
                 break
         if "error" in report:
-            fail(f"{case.describe()}: the processes could not run: {report['error']}")
+            fail(f"{case.describe()}: the processes could not start: {report['error']}")
         replicas = report.get("replicas")
         if type(replicas) is not list or len(replicas) != len(case.sizes):
             raise StudentCodeFailed("the replicas' reports are missing")
@@ -290,9 +312,11 @@ def _lengths_mask(lengths, length: int) -> torch.Tensor:
 
 
 def _masked_case(lengths, channels=3, kwargs=None, dtype=F64, device=CPU, modes=("train", "train", "eval"), seed=0,
-                 mean=0.0, pad_value=None, note="") -> Case:
+                 mean=0.0, pad_value=None, note="", left=False) -> Case:
     length = max(lengths) + 2
     mask = _lengths_mask(lengths, length)
+    if left:  # padding before the tokens, as left-padded batches for decoders have it
+        mask = mask.flip(1)
     steps = []
     for i, mode in enumerate(modes):
         x = channel_input((len(lengths), channels, length), seed=seed * 10 + i, mean=mean)
@@ -318,6 +342,8 @@ def _masked_cases(full: bool) -> list[Case]:
                 _masked_case([3, 2], kwargs={"track_running_stats": False}, seed=6, **d),
                 _masked_case([2, 3, 1, 4], channels=5, modes=("train-no-grad", "train", "eval"), seed=7, **d),
                 _masked_case([3, 5], dtype=F32, mean=40.0, seed=8, note="float32, mean 40", **d),
+                _masked_case([4, 1, 3], seed=9, left=True, pad_value=-7.0, note="padded on the left", **d),
+                _masked_case([3, 4], kwargs={"momentum": 0.0}, seed=10, note="momentum 0: the running statistics stay", **d),
             ]
     return cases
 
@@ -336,6 +362,19 @@ def _masked_hint(f: Finding) -> str | None:
                     "n = mask.sum(), μ = Σ(x·mask)/n, σ² = Σ((x−μ)²·mask)/n.")
         if matches(torch.where(real, f.student, torch.zeros_like(f.student)).to(F64), f.exact, None) and not matches(f.student, f.exact, None):
             return "the real tokens are right; the padded positions of the output must be 0 (mask them after normalizing)."
+    lengths = mask.sum(1, keepdim=True)
+    prefix = torch.arange(mask.shape[1])[None, :] < lengths
+    if f.aspect == OUTPUT and f.step.mode == "train" and f.student is not None and not torch.equal(prefix, mask):
+        real = prefix[:, None, :].to(x.dtype)
+        n = real.sum()
+        mean = (x * real).sum((0, 2), keepdim=True) / n
+        var = ((x - mean) ** 2 * real).sum((0, 2), keepdim=True) / n
+        guess = (x - mean) / torch.sqrt(var + eps)
+        if f.case.kwargs.get("affine", True):
+            guess = guess * f.case.state["weight"].reshape(1, -1, 1) + f.case.state["bias"].reshape(1, -1, 1)
+        if matches(guess * real, f.student, f.exact):
+            return ("you treated the first mask.sum(1) positions of each sequence as its tokens; padding can come "
+                    "first too (left padding). Use the mask itself.")
     if f.aspect == BUFFERS and f.name == "running_var":
         return ("running_var uses the unbiased variance of the real tokens: var·n/(n−1) with n the number of real "
                 "positions (mask.sum()), not N·L.")
@@ -392,14 +431,22 @@ def _frozen_cases(full: bool) -> list[Case]:
 
 
 def _frozen_hint(f: Finding) -> str | None:
-    if f.aspect == OUTPUT and f.step.mode == "train":
-        return ("a frozen BatchNorm uses its running statistics in training mode too: it never computes batch "
-                "statistics, so fine-tuning with tiny batches cannot disturb it.")
     if f.aspect == BUFFERS:
         return "a frozen BatchNorm never changes its buffers in forward: no running-statistics update."
-    if f.aspect == OUTPUT:
-        return "y = (x − running_mean)·weight/√(running_var + eps) + bias, per channel (eps inside the square root)."
-    return None
+    if f.aspect != OUTPUT or f.student is None or f.exact is None:
+        return None
+    x, state, eps = f.step.x.double(), f.case.state, f.case.kwargs.get("eps", 1e-5)
+    view = (1, -1, 1, 1)
+    var, mean = torch.var_mean(x, dim=_dims(x), correction=0, keepdim=True)
+    batch = (x - mean) / torch.sqrt(var + eps) * state["weight"].reshape(view) + state["bias"].reshape(view)
+    if matches(batch, f.student, f.exact):
+        return ("a frozen BatchNorm uses its running statistics in training mode too: it never computes batch "
+                "statistics, so fine-tuning with tiny batches cannot disturb it.")
+    outside = ((x - state["running_mean"].reshape(view)) / (torch.sqrt(state["running_var"].reshape(view)) + eps)
+               * state["weight"].reshape(view) + state["bias"].reshape(view))
+    if matches(outside, f.student, f.exact):
+        return "eps belongs inside the square root: y = (x − running_mean)·weight/√(running_var + eps) + bias."
+    return "y = (x − running_mean)·weight/√(running_var + eps) + bias, per channel, in training and eval mode."
 
 
 def _check_loads_batch_norm(cls, device) -> None:
@@ -419,6 +466,12 @@ def _check_loads_batch_norm(cls, device) -> None:
              "Likely cause: a BatchNorm2d's state_dict also holds num_batches_tracked, which a frozen layer does not "
              "keep: drop that key before loading (override _load_from_state_dict, as torchvision's FrozenBatchNorm2d "
              "does), so that strict loading still works.")
+    nested = layer.call("observe.load_nested_state_dict", {f"0.{k}": v for k, v in bn.state_dict().items()})
+    if "error" in nested:
+        fail(f"nn.Sequential({FROZEN}(4)).load_state_dict(nn.Sequential(batch_norm).state_dict()) raised "
+             f"{nested['error'].name}: {nested['error']}\nLikely cause: inside a model the keys carry a prefix "
+             "('0.num_batches_tracked'): drop prefix + 'num_batches_tracked' in _load_from_state_dict, which "
+             "every submodule's loading goes through (load_state_dict itself is only called on the outer model).")
     for name in ("weight", "bias", "running_mean", "running_var"):
         mine = loaded["state"].get(name)
         if not isinstance(mine, torch.Tensor) or mine.shape != (4,) or not torch.equal(mine.cpu(), getattr(bn, name).cpu()):
@@ -467,6 +520,7 @@ def _recalibration_cases(full: bool) -> list[tuple[str, int, dict]]:
         cases += [("batches of 8, 5 and 3 samples", 3, {"sizes": (8, 5, 3)}),
                   ("every BatchNorm with momentum 0.1", 4, {"momenta": (0.1, 0.1, 0.1)}),
                   ("one batch", 5, {"sizes": (6,)}),
+                  ("batches of 8 and 2 samples", 7, {"sizes": (8, 2)}),
                   ("a model in eval mode, momenta None, 0.5, 0.01", 6, {"training": False, "momenta": (None, 0.5, 0.01)})]
     return cases
 
@@ -595,6 +649,8 @@ def _half_hint(f: Finding) -> str | None:
         return (f"your result has inf or nan where torch's is finite: the statistics overflowed or underflowed in "
                 f"{str(f.case.dtype).removeprefix('torch.')}. Compute mean and variance in float32 (x.float()), "
                 "normalize there, and cast the result back to the input's dtype.")
+    if f.aspect == OUTPUT and f.case.dtype in (F16, BF16) and not _like_low_precision(f):
+        return layer_norm.hint(f)
     if f.aspect == OUTPUT and f.case.dtype == F16:
         return ("the statistics overflowed or lost precision in float16: its largest value is 65504, so (x − μ)² of "
                 "values in the hundreds is inf (and 1/√inf = 0), and eps=1e-8 rounds to 0. Compute mean and variance "
@@ -603,6 +659,22 @@ def _half_hint(f: Finding) -> str | None:
         return ("the statistics lost precision in bfloat16, which keeps 8 significant bits: a mean of 1000 is only "
                 "known to ±4, larger than the spread of the data. Compute them in float32 and cast only the result back.")
     return layer_norm.hint(f)
+
+
+def _like_low_precision(f: Finding) -> bool:
+    """Whether the student's output is what statistics computed in the input's dtype give."""
+    dtype, shape = f.case.dtype, layer_norm._as_tuple(f.case.args[0])
+    x = f.step.x.to(dtype)
+    dims = tuple(range(-len(shape), 0))
+    mean = x.mean(dim=dims, keepdim=True)
+    var = ((x - mean) * (x - mean)).mean(dim=dims, keepdim=True)
+    y = (x - mean) * torch.rsqrt(var + torch.tensor(f.case.kwargs.get("eps", 1e-5), dtype=dtype))
+    if "weight" in f.case.state:
+        y = y * f.case.state["weight"].to(dtype)
+    if "bias" in f.case.state:
+        y = y + f.case.state["bias"].to(dtype)
+    s = f.student.to(F64)
+    return bool((torch.isfinite(y) != torch.isfinite(s)).any()) or matches(y.nan_to_num().to(F64), s.nan_to_num(), f.exact)
 
 
 def check_float32_stats_layer_norm(Float32StatsLayerNorm, full: bool = False) -> None:

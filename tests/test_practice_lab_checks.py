@@ -34,6 +34,11 @@ BUGS = {
     "bug_recalibrate_keeps_momentum": {"recalibrate": "kept each BatchNorm's momentum"},
     "bug_recalibrate_mode_not_restored": {"recalibrate": "restore the mode it had"},
     "bug_half_statistics_in_input_dtype": {"half": "overflowed or lost precision in float16"},
+    "bug_sync_ignores_process_group": {"sync": "not over its process_group"},
+    "bug_masked_assumes_right_padding": {"masked": "padding can come first too"},
+    "bug_frozen_drops_key_without_prefix": {"frozen": "inside a model the keys carry a prefix"},
+    "bug_recalibrate_pairs_by_length": {"recalibrate": "batches of 8 and 2 samples"},
+    "bug_frozen_eps_outside_sqrt": {"frozen": "eps belongs inside the square root"},
 }
 CHEATS = {
     "cheat_sync_functional_batch_norm": no_points("sync"),
@@ -105,3 +110,35 @@ def test_a_replica_that_never_joins_the_collective_is_stopped_in_time():
     # gloo's own timeout (the run's 3 s) ends the waiting collective with an error, or the replica is killed
     assert "error" in rank0 or rank0["steps"][0]["error"] is not None, rank0
     assert multiprocessing.active_children() == []
+
+
+def test_a_notebook_with_its_own_process_group_is_told_so_not_failed_for_its_layer():
+    """A student who tried their layer in a process group of one, in the notebook, learns why the
+    check cannot start its processes (and how to fix it), rather than that the class is wrong."""
+    import datetime
+
+    import torch.distributed as dist
+
+    from autograder import CheckFailed
+
+    namespace = load_namespace(ASSIGNMENT, CATALOGUE.correct()["notebook_solution"])
+    store = dist.HashStore()
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1, timeout=datetime.timedelta(seconds=10))
+    try:
+        with pytest.raises(CheckFailed, match="destroy_process_group"):
+            checks.check_sync_batch_norm(namespace["SyncBatchNorm2d"])
+    finally:
+        dist.destroy_process_group()
+    checks.check_sync_batch_norm(namespace["SyncBatchNorm2d"])
+
+
+@pytest.mark.parametrize("route", [
+    "from torch.optim import swa_utils\n_copy = swa_utils.update_bn",
+    "layer = torch.nn.RMSNorm(8)",
+    "mode = torch.utils._python_dispatch._get_current_dispatch_mode()",
+    "pd = getattr(torch.utils, name)\nmode = pd._get_current_dispatch_mode()",
+])
+def test_the_scan_flags_the_routes_around_this_exercise_s_observations(route):
+    from autograder.grading.scan import scan_source
+
+    assert scan_source([(0, route)]), route

@@ -26,14 +26,15 @@ import nbformat
 ROUTES = [
     (r"torch\s*\.\s*_decomp|torch\s*\.\s*_refs|torch\s*\.\s*_prims",
      "torch's decompositions (torch._decomp / torch._refs) compute normalization out of sight of the recorder"),
-    (r"_python_dispatch|_disable_current_modes|TorchDispatchMode|TorchFunctionMode|__torch_dispatch__|__torch_function__",
+    (r"_python_dispatch|_disable_current_modes|dispatch_mode|TorchDispatchMode|TorchFunctionMode|__torch_dispatch__|__torch_function__",
      "dispatch or function modes (can switch the op recorder off or lie about tensors)"),
     (r"\b_?thread(ing)?\b|\bThread\s*\(|concurrent\s*\.\s*futures|\bmultiprocessing\b|\bsubprocess\b|os\s*\.\s*(fork|system|exec|spawn)",
      "threads or processes (work there is not recorded)"),
     (r"sys\s*\.\s*(setprofile|settrace)|\bsetprofile\b|\bsettrace\b",
      "profiler or tracer hooks (can switch off what watches the student's calls)"),
-    (r"torch\s*\.\s*func\b|\bfrom\s+torch\s+import\s+[^#]*\bfunc\b|forward_ad|autograd\s*\.\s*functional|\bfuse_(conv|linear)_bn",
-     "derivative transforms (torch.func, forward-mode AD, autograd.functional) or torch's BN fusion helpers"),
+    (r"torch\s*\.\s*func\b|\bfrom\s+torch\s+import\s+[^#]*\bfunc\b|forward_ad|autograd\s*\.\s*functional|\bfuse_(conv|linear)_bn|"
+     r"\bswa_utils\b|\bupdate_bn\b",
+     "derivative transforms (torch.func, forward-mode AD, autograd.functional) or torch's BN fusion and recalibration helpers"),
     (r"\bctypes\b|\bcffi\b|load_inline|cpp_extension",
      "native code (ctypes, C++ extensions)"),
     (r"torch\s*\.\s*ops\b|torch\s*\.\s*_C\b|torch\s*\.\s*_ops\b",
@@ -46,7 +47,7 @@ ROUTES = [
      r"\bchecks\b(?!\s*\.\s*check_\w+\s*\()",
      "the grader's own modules (or the interpreter's module table) used from student code"),
     (r"(?<![\w])(native_)?(batch|layer|group|instance|rms)_norm\b|"
-     r"\bmodules\s*\.\s*(batchnorm|normalization|instancenorm)\b|_check_input_dim\s*=|\.\s*forward\s*$",
+     r"\bRMSNorm\b|\bmodules\s*\.\s*(batchnorm|normalization|instancenorm)\b|_check_input_dim\s*=|\.\s*forward\s*$",
      "torch's normalization functions or its layers' internals used directly"),
     (r"\btorch\s*\.\s*(\w+\s*\.\s*)*_\w+|\bfrom\s+torch(\.\w+)*\s+import\s+[^#]*\b_\w+|\bfrom\s+torch(\.\w+)*\._\w+|"
      r"no_dispatch|_DisableTorchDispatch|_DisablePython|_ExcludeDispatchKeyGuard",

@@ -49,7 +49,9 @@ def _recording(record: bool):
 
 
 def _ops(recorder) -> list[str]:
-    return recorder.normalization_ops() if isinstance(recorder, OpRecorder) else []
+    # the class's method, not the instance's attribute: a notebook that finds the active mode
+    # cannot silence it by assigning recorder.normalization_ops
+    return OpRecorder.normalization_ops(recorder) if isinstance(recorder, OpRecorder) else []
 
 
 def _plain_tensor(t: torch.Tensor) -> torch.Tensor:
@@ -262,6 +264,16 @@ def load_state_dict(module, state: dict) -> dict:
     """``module.load_state_dict(state, strict=True)``, then its ``state_dict`` as plain tensors."""
     try:
         module.load_state_dict(state, strict=True)
+    except Exception as error:  # noqa: BLE001
+        return {"error": RemoteError.of(error)}
+    return state_dict(module)
+
+
+def load_nested_state_dict(module, state: dict) -> dict:
+    """``module`` as submodule ``0`` of an ``nn.Sequential`` that loads ``state`` (keys "0.<name>",
+    strict), as a checkpoint of a whole model loads; then the module's ``state_dict``."""
+    try:
+        nn.Sequential(module).load_state_dict(state, strict=True)
     except Exception as error:  # noqa: BLE001
         return {"error": RemoteError.of(error)}
     return state_dict(module)

@@ -33,9 +33,12 @@ PARAMETERS = ("weight", "bias")
 BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 
 
-def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype, seconds: float = 60.0) -> dict:
+def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype, seconds: float = 60.0,
+                 groups: list | None = None) -> dict:
     """``steps``: dicts with ``mode`` ('train'/'eval'), ``shards`` (one input per replica),
     ``grads`` (one upstream gradient per replica, or None for a forward under ``torch.no_grad()``).
+    ``groups``: lists of ranks; each replica then builds its layer with ``process_group`` the
+    group (``dist.new_group``) that holds its rank.
 
     Returns ``{"replicas": [report of rank 0, rank 1, ...]}`` where a report is
     ``{"steps": [...], "normalization_ops": [...]}`` or ``{"error": ...}``, or ``{"error": ...}``
@@ -44,12 +47,16 @@ def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype
     from torch import distributed
 
     world = len(steps[0]["shards"])
+    if distributed.is_available() and distributed.is_initialized():
+        return {"error": RemoteError(("AlreadyInitialized",), (
+            "this notebook has initialized torch.distributed itself (dist.init_process_group), and the check "
+            "starts processes of its own: call dist.destroy_process_group() and run the test again"))}
     context = multiprocessing.get_context("fork")
     store = distributed.TCPStore("127.0.0.1", 0, world + 1, is_master=True, wait_for_workers=False,
                                  timeout=datetime.timedelta(seconds=seconds))
     pipes = [context.Pipe(duplex=False) for _ in range(world)]
     replicas = [context.Process(target=_replica, daemon=True,
-                                args=(rank, world, store.port, cls, args, kwargs, state, steps, dtype, seconds, pipes[rank][1]))
+                                args=(rank, world, store.port, cls, args, kwargs, state, steps, dtype, seconds, groups, pipes[rank][1]))
                 for rank in range(world)]
     reports: list = [None] * world
     deadline = time.monotonic() + seconds
@@ -78,7 +85,7 @@ def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype
                          for r in reports]}
 
 
-def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds, pipe) -> None:
+def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds, groups, pipe) -> None:
     """One replica: join the group, run the steps on this rank's shards, send the report, exit."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the student's process
@@ -94,6 +101,9 @@ def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds,
         distributed.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                        timeout=datetime.timedelta(seconds=seconds))
         try:
+            if groups:  # every rank creates every group, in the same order
+                made = [distributed.new_group(ranks) for ranks in groups]
+                kwargs = {**kwargs, "process_group": next(g for g, ranks in zip(made, groups) if rank in ranks)}
             report = _run(rank, cls, args, kwargs, state, steps, dtype)
         finally:
             distributed.destroy_process_group()

@@ -37,3 +37,18 @@ def test_cudnn_batch_norm_is_caught_as_torch_normalization():
 
     with pytest.raises(CheckFailed, match="earns no points"):
         checks.check_training_forward(Cheat, Cheat, full=True)
+
+
+def test_practice_lab_solution_passes_on_cpu_and_cuda():
+    """Exercise 07 on a GPU: float16/bfloat16 LayerNorm, masked and frozen BatchNorm and
+    recalibration on CUDA; the SyncBatchNorm2d replicas after CUDA was initialized in this process
+    (they fork and stay on the CPU, which must still work)."""
+    from autograder import practice_lab
+
+    ns = load_namespace("07_practice_lab", solution_code("07_practice_lab"))
+    torch.ones(1, device="cuda")  # CUDA initialized before the replicas fork
+    practice_lab.check_float32_stats_layer_norm(ns["Float32StatsLayerNorm"], full=True)
+    practice_lab.check_masked_batch_norm(ns["MaskedBatchNorm1d"], full=True)
+    practice_lab.check_frozen_batch_norm(ns["FrozenBatchNorm2d"], full=True)
+    practice_lab.check_recalibrate_bn(ns["recalibrate_bn"], full=True)
+    practice_lab.check_sync_batch_norm(ns["SyncBatchNorm2d"], full=True)

@@ -57,7 +57,9 @@ class _ReplicaCase:
         self.steps = []
         for i, mode in enumerate(modes):
             x = channel_input((sum(sizes), channels, *spatial), seed=seed * 10 + i, mean=mean).to(dtype).double()
-            g = observe.upstream_gradient(x, dtype) if mode != "train-no-grad" else None
+            # the gradient each replica feeds back (observe.run_steps: fixed per shard shape), concatenated
+            g = None if mode.endswith("no-grad") else torch.cat(
+                [observe.upstream_gradient(x[self.rows(r)], dtype).double() for r in range(len(sizes))])
             self.steps.append((mode.split("-")[0], x, g))
         self.note = note
 
@@ -83,8 +85,8 @@ class _ReplicaCase:
         return torch.cat([x[self.rows(r)] for r in group]), slice(start, start + self.sizes[rank])
 
     def plain_steps(self) -> list[dict]:
-        split = lambda t: None if t is None else [t[self.rows(r)].clone() for r in range(len(self.sizes))]  # noqa: E731
-        return [{"mode": mode, "shards": split(x), "grads": split(g)} for mode, x, g in self.steps]
+        return [{"mode": mode, "shards": [x[self.rows(r)].clone() for r in range(len(self.sizes))], "no_grad": g is None}
+                for mode, x, g in self.steps]
 
 
 def _reference_replicas(case: _ReplicaCase, dtype) -> list[list[dict]]:

@@ -3,8 +3,8 @@
 :func:`run_replicas` forks one process per replica from the student's own process (so the
 student's class, defined in a notebook cell, exists there too), joins them into a gloo process
 group over the loopback interface (a ``TCPStore`` served by this process on a port the kernel
-picks), and runs in each replica the student's layer on its shard of every step: the forward,
-then a backward of ``sum(output · grad)`` with the grader's upstream gradient for that shard.
+picks), and runs in each replica the student's layer on its shard of every step, as the engine runs a
+layer (:func:`autograder.sandbox.observe.run_steps`).
 Each replica sends back, as plain data, its outputs, gradients, buffers and the normalization
 kernels it ran; the replicas are killed when they outlive ``seconds``, and none is left behind.
 
@@ -26,7 +26,7 @@ import time
 
 import torch
 
-from autograder.sandbox.observe import _MISSING, _ops, _plain_tensor, _recording, load_state
+from autograder.sandbox.observe import run_steps
 from autograder.wire import RemoteError
 
 PARAMETERS = ("weight", "bias")
@@ -35,8 +35,9 @@ BUFFERS = ("running_mean", "running_var", "num_batches_tracked")
 
 def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype, seconds: float = 60.0,
                  groups: list | None = None) -> dict:
-    """``steps``: dicts with ``mode`` ('train'/'eval'), ``shards`` (one input per replica),
-    ``grads`` (one upstream gradient per replica, or None for a forward under ``torch.no_grad()``).
+    """``steps``: dicts with ``mode`` ('train'/'eval'), ``shards`` (one input per replica) and
+    ``no_grad``; each replica runs its shards as :func:`autograder.sandbox.observe.run_steps` runs
+    a layer (a backward of ``sum(output · upstream_gradient)`` unless ``no_grad``).
     ``groups``: lists of ranks; each replica then builds its layer with ``process_group`` the
     group (``dist.new_group``) that holds its rank.
 
@@ -118,40 +119,12 @@ def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds,
 
 
 def _run(rank: int, cls, args, kwargs, state, steps, dtype) -> dict:
+    """This rank's shard of every step through :func:`autograder.sandbox.observe.run_steps`, the
+    engine's own step runner (its upstream gradient, input-modification check and buffer report)."""
     try:
         layer = cls(*args, **kwargs, device=torch.device("cpu"), dtype=dtype)
     except Exception as error:  # noqa: BLE001
         return {"error": RemoteError.of(error)}
-    load_state(layer, state, dtype)
-    recorder = _recording(True)
-    results = []
-    for step in steps:
-        result = {"error": None, "output": None, "grad_input": None, "grad_params": {}, "buffers": {}}
-        no_grad = step["grads"] is None
-        try:
-            layer.train(step["mode"] == "train")
-            for p in layer.parameters():
-                p.grad = None
-            x = step["shards"][rank].to(dtype).detach().requires_grad_(not no_grad)
-            with recorder:
-                with torch.no_grad() if no_grad else torch.enable_grad():
-                    out = layer(x)
-                if not isinstance(out, torch.Tensor):
-                    raise TypeError(f"forward returned {type(out).__name__}, not a Tensor")
-                if not no_grad and out.requires_grad:
-                    (out * step["grads"][rank].to(out.dtype)).sum().backward()
-        except Exception as error:  # noqa: BLE001 - the student's exception is the observation
-            result["error"] = RemoteError.of(error)
-        else:
-            result["output"] = _plain_tensor(out)
-            result["grad_input"] = None if x.grad is None else _plain_tensor(x.grad)
-            for name in PARAMETERS:
-                p = getattr(layer, name, None)
-                result["grad_params"][name] = _plain_tensor(p.grad) if isinstance(p, torch.Tensor) and p.grad is not None else None
-        for name in BUFFERS:
-            b = getattr(layer, name, _MISSING)
-            result["buffers"][name] = (_plain_tensor(b) if isinstance(b, torch.Tensor)
-                                       else {"missing": True} if b is _MISSING else None if b is None
-                                       else {"object": type(b).__name__})
-        results.append(result)
-    return {"steps": results, "normalization_ops": _ops(recorder)}
+    mine = [{"mode": step["mode"], "x": step["shards"][rank], "no_grad": step["no_grad"]} for step in steps]
+    return run_steps(layer, mine, dtype, torch.device("cpu"), dtype, list(PARAMETERS), list(BUFFERS),
+                     record=True, state=state)

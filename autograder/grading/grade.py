@@ -61,12 +61,12 @@ def release_dir(course: Path, assignment: str) -> Path:
     return course / gradebook.course_settings(course).release_directory / assignment
 
 
-def _save_autograded(course: Path, assignment: str, student: str, notebooks: dict[str, bytes]) -> None:
+def _save_autograded(course: Path, assignment: str, student: str, files: dict[str, bytes]) -> None:
     target = course / "autograded" / student / assignment
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    write_files(notebooks, target)
+    write_files(files, target)
 
 
 def failure_reason(batch: BatchResult, limits: Limits) -> str:
@@ -118,8 +118,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
         if student in outcomes:
             return  # a batch Dask ran twice: every student is merged once
         if graded is not None:
-            grades, notebooks = graded
-            _save_autograded(course, assignment, student, notebooks)
+            grades, files = graded
+            _save_autograded(course, assignment, student, files)
             gradebook.merge(course, assignment, student, grades)
         else:
             gradebook.register(course, student)

@@ -24,6 +24,7 @@ from pathlib import Path
 
 from autograder.grading.execute import STATUS_FILE
 from autograder.grading.gradebook import StudentGrades, read_grades
+from autograder.grading.report import NBGRADER_FILES
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -61,7 +62,7 @@ class BatchJob:
 @dataclass
 class BatchResult:
     students: list[str]
-    graded: dict[str, tuple[StudentGrades, Files]] = field(default_factory=dict)  # student -> grades, autograded notebooks
+    graded: dict[str, tuple[StudentGrades, Files]] = field(default_factory=dict)  # student -> grades, autograded files
     culprit: str | None = None  # the student whose notebook ran past the time limit
     returncode: int | None = None
     log: str = ""
@@ -139,13 +140,23 @@ def grade_batch(job: BatchJob) -> BatchResult:
                 continue
             grades = read_grades(url, job.assignment, student)
             if grades is not None:
-                notebooks = {p.name: p.read_bytes() for p in sorted(autograded.glob("*.ipynb"))
-                             if p.is_file() and not p.is_symlink() and p.stat().st_size < MAX_NOTEBOOK_BYTES}
-                result.graded[student] = (grades, notebooks)
+                result.graded[student] = (grades, _autograded_files(autograded))
     finally:
         shutil.rmtree(root, ignore_errors=True)
     result.seconds = time.monotonic() - started
     return result
+
+
+def _autograded_files(folder: Path) -> Files:
+    """The autograded notebooks (regular files, nothing large) and nbgrader's exchange files beside
+    them: generate_feedback copies them into feedback/, where release_feedback needs timestamp.txt
+    and submission_secret.txt to name the feedback file."""
+    found: Files = {}
+    for path in sorted([*folder.glob("*.ipynb"), *(folder / name for name in sorted(NBGRADER_FILES))]):
+        limit = MAX_NOTEBOOK_BYTES if path.suffix == ".ipynb" else 4096
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < limit:
+            found[path.name] = path.read_bytes()
+    return found
 
 
 def _worker_directory() -> str | None:

@@ -56,3 +56,27 @@ def test_the_gradebook_a_task_carries_holds_the_assignment_and_no_student(tmp_pa
         notebook = gb.find_notebook("01_covariate_shift", "01_covariate_shift")
         assert counts["grade_cells"] == len(notebook.grade_cells) > 0
         assert counts["source_cell"] == len(notebook.source_cells) > 0
+
+
+def test_the_embedded_cluster_takes_work_from_this_process_only():
+    """Dask's scheduler runs whatever its clients send: the embedded one talks in-process, and the
+    HTTP servers Dask starts anyway answer nothing (no health, metrics, task or worker pages)."""
+    import os
+    import re
+    import urllib.error
+    import urllib.request
+
+    from autograder.grading.schedulers import make_scheduler
+
+    scheduler = make_scheduler("local", 1)
+    try:
+        assert scheduler._cluster.scheduler_address.startswith("inproc://")
+        listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
+        ports = re.findall(rf":(\d+)\s+\S+\s+users:\(\(\"[^\"]+\",pid={os.getpid()},", listening)
+        for port in ports:
+            for path in ("/health", "/metrics", "/info/main/workers.html", "/json/counts.json", "/api/v1/retire_workers"):
+                with pytest.raises(urllib.error.HTTPError) as answer:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5)
+                assert answer.value.code == 404, (port, path)
+    finally:
+        scheduler.close()

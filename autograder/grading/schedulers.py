@@ -53,12 +53,16 @@ class DaskScheduler:
                          "distributed.worker.profile.enabled": False,
                          "distributed.admin.tick.interval": "1s",
                          "distributed.admin.system-monitor.interval": "5s",
-                         "distributed.worker.memory.monitor-interval": "5s"})
+                         "distributed.worker.memory.monitor-interval": "5s",
+                         # No HTTP routes (health, metrics, task and worker info) on the scheduler or the workers.
+                         "distributed.scheduler.http.routes": [],
+                         "distributed.worker.http.routes": []})
         self._cluster = None
         if address is None:
-            # Threads of this process: each task only waits on its nbgrader subprocess.
+            # Threads of this process (each task only waits on its nbgrader subprocess), talking
+            # in-process: no port that another user of the machine could send work to.
             self._cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=False,
-                                         dashboard_address=None)
+                                         protocol="inproc://", dashboard_address=None)
             self._client = Client(self._cluster, set_as_default=False)
         else:
             self._client = Client(address, set_as_default=False, timeout="30s")

@@ -94,7 +94,9 @@ def run_batch(course: Path, assignment: str, students: list[str], limits: Limits
     batch = Batch(students)
     root = Path(tempfile.mkdtemp(prefix="grade-"))
     _private_course(course, assignment, students, root)
-    command = NBGRADER + ["autograde", assignment, "--create", "--force",
+    # The root on the command line: a CourseDirectory.root in the grader's own config (nbgrader's
+    # JupyterHub set-up puts one in ~/.jupyter/nbgrader_config.py) would grade the real course.
+    command = NBGRADER + ["autograde", assignment, "--create", "--force", f"--CourseDirectory.root={root}",
                           f"--SandboxedExecute.timeout={limits.cell_timeout}",
                           f"--SandboxedExecute.memory_mb={limits.memory_mb}",
                           f"--SandboxedExecute.sandboxed={limits.sandboxed}",

@@ -105,12 +105,17 @@ def _given_sources(gb, assignment: str, notebook: str) -> set[str] | None:
     return {_without_hidden_tests(c.source).strip() for c in cells if c.locked and c.cell_type == "code"}
 
 
+# What nbgrader's exchange puts beside the notebooks: the submission's time, and the secret that
+# names its feedback file (`nbgrader submit` writes it; release_feedback and fetch_feedback read it).
+NBGRADER_FILES = {"timestamp.txt", "submission_secret.txt"}
+
+
 def _extra_files(folder: Path, notebooks: set[str]) -> list[str]:
     """Files beside the notebooks: they never reach the sandbox, but a helper module there is worth a look."""
     extra = []
     for path in sorted(folder.rglob("*")) if folder.is_dir() and not folder.is_symlink() else []:
         name = path.relative_to(folder)
-        if path.is_dir() and not path.is_symlink() or str(name) == "timestamp.txt":
+        if path.is_dir() and not path.is_symlink() or str(name) in NBGRADER_FILES:
             continue
         if path.suffix == ".ipynb" and path.stem in notebooks and len(name.parts) == 1:
             continue

@@ -24,7 +24,9 @@ c.CourseDirectory.release_directory = "exercises"
 c.CourseDirectory.submitted_directory = "submitted"
 c.CourseDirectory.autograded_directory = "autograded"
 c.CourseDirectory.feedback_directory = "feedback"
-c.CourseDirectory.db_url = "sqlite:///gradebook.db"
+# The gradebook is nbgrader's default, <root>/gradebook.db, an absolute path. A relative
+# "sqlite:///gradebook.db" opens the file in the working directory, which for the formgrader in a
+# JupyterHub server is the home, not the course: it showed a second, empty gradebook there.
 c.CourseDirectory.ignore = [".ipynb_checkpoints", "*.pyc", "__pycache__", "feedback"]
 
 # What a student sees in place of a solution region.

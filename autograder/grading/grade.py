@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.execute import STATUS_FILE, copy_regular_files
-from autograder.grading.report import Outcome, inspect_submission, print_report
+from autograder.grading.report import NBGRADER_FILES, Outcome, inspect_submission, print_report
 from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available
 
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -160,12 +160,15 @@ def _has_submission(root: Path, assignment: str, student: str) -> bool:
 
 
 def _copy_autograded(source: Path, target: Path) -> None:
-    """The autograded notebooks, as regular files (nothing else, no links, nothing large)."""
+    """The autograded notebooks, as regular files (no links, nothing large), and nbgrader's
+    exchange files beside them: generate_feedback copies them into feedback/, where
+    release_feedback needs timestamp.txt and submission_secret.txt to name the feedback file."""
     if target.exists():
         shutil.rmtree(target)
     target.mkdir(parents=True)
-    for path in sorted(source.glob("*.ipynb")):
-        if path.is_file() and not path.is_symlink() and path.stat().st_size < 64 << 20:
+    for path in sorted([*source.glob("*.ipynb"), *(source / name for name in sorted(NBGRADER_FILES))]):
+        limit = 64 << 20 if path.suffix == ".ipynb" else 4096
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < limit:
             shutil.copyfile(path, target / path.name)
 
 

@@ -401,6 +401,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
                 items = nbgrader_menu(page)
                 shot(page, f"student{index + 1}-no-formgrader")
                 assert "Assignment List" in items and "Formgrader" not in items, items
+                assert page.request.get(f"{base}/user/{user}/formgrader").status == 404, "a student's server serves the formgrader"
                 page.keyboard.press("Escape")
                 page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
                 page.locator(".lm-Menu-itemLabel", has_text="Assignment List").click()

@@ -72,17 +72,27 @@ def run(*command: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(list(command), capture_output=True, text=True, **kwargs)
 
 
-def user_pids(uids: set[int]) -> list[tuple[int, str]]:
+def user_pids(uids: set[int]) -> list[tuple[int, str, str]]:
+    """(pid, status, command line) of every process that runs as one of ``uids``."""
     import psutil
 
     found = []
-    for process in psutil.process_iter(["pid", "uids", "cmdline"]):
+    for process in psutil.process_iter(["pid", "uids", "status", "cmdline"]):
         try:
             if process.info["uids"] and process.info["uids"].real in uids:
-                found.append((process.pid, " ".join(process.info["cmdline"] or [])[:200]))
+                found.append((process.pid, process.info["status"], " ".join(process.info["cmdline"] or [])[:200]))
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return found
+
+
+def left_running(uids: set[int], seconds: float = 60) -> list[tuple[int, str, str]]:
+    """The users' processes still running after waiting up to ``seconds`` for them to end: the
+    kernels and terminals end just after their servers, and PID 1 reaps them a moment later."""
+    deadline = time.monotonic() + seconds
+    while (left := [p for p in user_pids(uids) if p[1] != "zombie"]) and time.monotonic() < deadline:
+        time.sleep(1)
+    return left
 
 
 def proxy_pids(port: int) -> list[int]:
@@ -128,7 +138,7 @@ def hub_users():
             except KeyError:
                 pass
         left = user_pids(uids)
-        for pid, _ in left:  # only after a failure: the hub test asserts there are none
+        for pid, _, _ in left:  # only after a failure: the hub test asserts there are none
             try:
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
@@ -543,7 +553,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         # The hub has stopped: its servers, kernels, terminals and its proxy with it.
         mark("hub stopped")
         assert hub.returncode is not None
-        left = user_pids(uids)
+        left = left_running(uids)
         assert not left, f"processes of the throw-away users outlived the hub: {left}"
         assert not proxy_pids(port), "configurable-http-proxy outlived the hub"
         assert not page_errors, page_errors

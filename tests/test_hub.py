@@ -18,19 +18,18 @@ Chromium (Debian's, as tests/test_browser.py):
 
 Afterwards the hub is stopped (SIGTERM: it stops the servers and the proxy), no process of the
 three users and no proxy may remain, and the users are removed. Screenshots of every step go to
-$COURSE_TEST_ARTIFACTS/screenshots/hub-NN-*.png. Needs root (users, setuid spawning), Debian's
-chromium and bubblewrap, node and hub/node_modules (`npm ci` in hub/; .ci/run does it).
+$COURSE_TEST_ARTIFACTS/screenshots/hub-NN-*.png, the hub's log to $COURSE_TEST_ARTIFACTS/hub.log.
+Needs root (users, setuid spawning), Debian's chromium and bubblewrap, node and hub/node_modules
+(`npm ci` in hub/; .ci/run does it).
 """
 from __future__ import annotations
 
 import json
 import os
 import pwd
-import re
 import secrets
 import shutil
 import signal
-import sqlite3
 import subprocess
 import tempfile
 import threading
@@ -44,8 +43,8 @@ import pytest
 from course import REPO, SUBMISSIONS
 from leaks import leaked, readable_text
 from test_browser import (  # noqa: F401 - chromium and browser are fixtures used here
-    ASSIGNMENT, BUG, BUG_PHRASE, NOTEBOOK_STATE, OPEN_NOTEBOOK, SCREENSHOTS, SET_CELLS_AND_RUN,
-    browser, bug_sources, chromium, free_port, solution_sources, success_lines, unavailable,
+    ARTIFACTS, ASSIGNMENT, BUG, BUG_PHRASE, OPEN_NOTEBOOK, SCREENSHOTS, SET_CELLS_AND_RUN,
+    browser, bug_sources, chromium, free_port, run_until, solution_sources, success_lines, unavailable,
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
@@ -279,17 +278,6 @@ def notebook_run(page, sources: dict) -> None:
     assert sorted(page.evaluate(SET_CELLS_AND_RUN, [NOTEBOOK, sources])) == sorted(sources)
 
 
-def notebook_state(page, done, what: str, timeout: float = 300) -> dict:
-    deadline = time.monotonic() + timeout
-    while True:
-        state = page.evaluate(NOTEBOOK_STATE)
-        if done(state):
-            return state
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not seen within {timeout:.0f} s; outputs: {state}")
-        page.wait_for_timeout(1000)
-
-
 def save_notebook(page) -> None:
     page.evaluate("""async () => {
       const app = window.jupyterapp;
@@ -429,14 +417,14 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
                 pages[user] = page
             mark("students working")
 
-            state1 = notebook_state(pages[s1], lambda s: all(any(line in o for o in s["outputs"]) for line in expected)
-                                    or any("Traceback" in o for o in s["outputs"]), "the solution's success lines")
+            state1 = run_until(pages[s1], lambda s: all(any(line in o for o in s["outputs"]) for line in expected)
+                               or any("Traceback" in o for o in s["outputs"]), "the solution's success lines")
             shown = "\n".join(state1["outputs"])
             assert all(line in shown for line in expected) and "Traceback" not in shown, shown
             pages[s1].locator(".jp-OutputArea-output", has_text=expected[-1]).first.scroll_into_view_if_needed()
             shot(pages[s1], "student1-visible-checks-pass")
-            state2 = notebook_state(pages[s2], lambda s: any("Traceback" in o for o in s["outputs"])
-                                    and s["status"] == "idle" and not s["queued"], "the grader's hint for " + BUG)
+            state2 = run_until(pages[s2], lambda s: any("Traceback" in o for o in s["outputs"])
+                               and s["status"] == "idle" and not s["queued"], "the grader's hint for " + BUG)
             failing = next(o for o in state2["outputs"] if "Traceback" in o)
             assert "CheckFailed" in failing and BUG_PHRASE in failing, failing
             pages[s2].locator(".jp-OutputArea-output", has_text="CheckFailed").first.scroll_into_view_if_needed()
@@ -559,6 +547,8 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         assert not page_errors, page_errors
     finally:
         print(f"hub: timings (s since start): {timings}; screenshots in {SCREENSHOTS}")
+        if (root / "hub.log").is_file():  # the hub's and the proxy's log, kept with the screenshots
+            shutil.copyfile(root / "hub.log", ARTIFACTS / "hub.log")
         shutil.rmtree(root, ignore_errors=True)
 
 

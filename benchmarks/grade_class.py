@@ -1,12 +1,15 @@
 """Throughput of ``python -m autograder.grade``: a class of N submissions per exercise, graded
-sequentially (one worker, one submission per nbgrader process, as a plain loop over students
-would) and in parallel (one worker per core, batches), side by side in one run.
+by the embedded Dask cluster (the default) and by the plain thread pool (``--scheduler pool``,
+the grade command before Dask), side by side in one run, with the same workers and batches.
 
     .venv/bin/python benchmarks/grade_class.py                 # 100 submissions per exercise
     .venv/bin/python benchmarks/grade_class.py --students 20 --assignments 02_batch_norm
+    .venv/bin/python benchmarks/grade_class.py --sequential    # also one worker, one submission per process
 
 The class cycles through the catalogue under tests/submissions/ (correct answers, bugs and
-cheats), so the notebooks do the same work real ones do. Prints submissions per minute.
+cheats), so the notebooks do the same work real ones do.  Prints submissions per minute, the
+throughput of Dask relative to the pool (budget: at least 0.95) and the time per submission that
+Dask adds.  With ``--rounds 2`` the second round runs the two in the opposite order.
 """
 from __future__ import annotations
 
@@ -28,7 +31,7 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from course import ASSIGNMENTS, notebook_with_code, submission_files, tool_env  # noqa: E402
 
-from autograder.grade import Limits, grade_class  # noqa: E402
+from autograder.grading.grade import Limits, grade_class  # noqa: E402
 
 
 def build(root: Path, assignment: str, students: int) -> None:
@@ -44,12 +47,12 @@ def build(root: Path, assignment: str, students: int) -> None:
         nbformat.write(notebook_with_code(assignment, code), folder / f"{assignment}.ipynb")
 
 
-def measure(assignment: str, students: int, workers: int, batch_size: int) -> tuple[float, list]:
+def measure(assignment: str, students: int, workers: int, batch_size: int, scheduler: str) -> tuple[float, list]:
     root = Path(tempfile.mkdtemp(prefix=f"bench-{assignment}-"))
     try:
         build(root, assignment, students)
         start = time.monotonic()
-        outcomes = grade_class(root, assignment, workers, Limits(), batch_size, out=io.StringIO())
+        outcomes = grade_class(root, assignment, workers, Limits(), batch_size, out=io.StringIO(), scheduler=scheduler)
         return time.monotonic() - start, outcomes
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -60,15 +63,28 @@ def main() -> None:
     parser.add_argument("--students", type=int, default=100)
     parser.add_argument("--assignments", nargs="*", default=ASSIGNMENTS)
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--rounds", type=int, default=1, help="repeat, alternating which scheduler goes first")
+    parser.add_argument("--sequential", action="store_true", help="also grade with one worker, one submission per process")
     args = parser.parse_args()
-    print(f"{args.students} submissions per exercise, {os.cpu_count()} cores")
-    print(f"{'exercise':<24}{'sequential':>22}{'parallel':>22}{'speed-up':>10}")
+    n = args.students
+    rate = lambda seconds: f"{n / seconds * 60:6.1f}/min ({seconds:5.0f} s)"  # noqa: E731
+    print(f"{n} submissions per exercise, {os.cpu_count()} cores, {args.workers} workers, batches of up to 8")
+    print(f"{'exercise':<24}{'thread pool':>22}{'embedded Dask':>22}{'Dask/pool':>11}{'Dask adds':>16}")
     for assignment in args.assignments:
-        sequential, a = measure(assignment, args.students, workers=1, batch_size=1)
-        parallel, b = measure(assignment, args.students, workers=args.workers, batch_size=8)
-        assert [o.score for o in a] == [o.score for o in b], "parallel grading changed a score"
-        rate = lambda seconds: f"{args.students / seconds * 60:6.1f}/min ({seconds:5.0f} s)"  # noqa: E731
-        print(f"{assignment:<24}{rate(sequential):>22}{rate(parallel):>22}{sequential / parallel:>9.2f}x", flush=True)
+        for round_ in range(args.rounds):
+            order = ["pool", "local"] if round_ % 2 == 0 else ["local", "pool"]
+            seconds, scores = {}, {}
+            for scheduler in order:
+                seconds[scheduler], outcomes = measure(assignment, n, args.workers, 8, scheduler)
+                scores[scheduler] = [o.score for o in outcomes]
+            assert scores["pool"] == scores["local"], "Dask changed a score"
+            ratio = seconds["pool"] / seconds["local"]  # throughput of Dask relative to the pool
+            added = (seconds["local"] - seconds["pool"]) / n
+            print(f"{assignment:<24}{rate(seconds['pool']):>22}{rate(seconds['local']):>22}{ratio:>10.3f}x"
+                  f"{added:>+12.2f} s/sub", flush=True)
+        if args.sequential:
+            seconds, _ = measure(assignment, n, 1, 1, "pool")
+            print(f"{'  sequential':<24}{rate(seconds):>22}", flush=True)
 
 
 if __name__ == "__main__":

@@ -290,15 +290,25 @@ def demo_class() -> dict[str, dict[str, tuple[nbformat.NotebookNode, list[float]
 
 def build_course(root: Path) -> dict:
     """A course directory with every assignment generated and the demo class submitted."""
+    classes = demo_class()
+    build_class_course(root, classes)
+    return classes
+
+
+def build_class_course(root: Path, classes: dict, db_url: str | None = None) -> None:
+    """A course directory with ``classes``' assignments generated and their students' notebooks
+    submitted; ``db_url``: the gradebook's database (default: the course's SQLite file)."""
     root.mkdir(parents=True, exist_ok=True)
     shutil.copy(REPO / "nbgrader_config.py", root)
+    if db_url is not None:
+        with open(root / "nbgrader_config.py", "a") as config:
+            config.write(f"\nc.CourseDirectory.db_url = {db_url!r}\n")
     shutil.copytree(REPO / "solutions", root / "solutions", dirs_exist_ok=True)
-    for assignment in ASSIGNMENTS:
+    for assignment in classes:
         done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment, "--force"],
                               cwd=root, capture_output=True, text=True, env=tool_env())
         if done.returncode != 0:
             raise RuntimeError(done.stderr[-3000:])
-    classes = demo_class()
     for assignment, students in classes.items():
         for student, (nb, _) in students.items():
             folder = root / "submitted" / student / assignment
@@ -306,8 +316,6 @@ def build_course(root: Path) -> dict:
             nbformat.write(nb, folder / f"{assignment}.ipynb")
             for link, target in HOSTILE_LINKS.get(student, {}).items():
                 (folder / link).symlink_to(target if target.startswith("/") else root / target)
-    return classes
-
 
 if __name__ == "__main__":
     target = Path(sys.argv[1]).resolve()

@@ -45,9 +45,9 @@ class Outcome:
 
 
 def _gradebook(course: Path):
-    from nbgrader.api import Gradebook
+    from autograder.grading.gradebook import open_gradebook
 
-    return Gradebook(f"sqlite:///{course / 'gradebook.db'}")
+    return open_gradebook(course)
 
 
 def _nbgrader_meta(cell) -> dict:

@@ -1,0 +1,96 @@
+"""Where grading batches run: an embedded Dask cluster (the default), an existing Dask cluster
+(``--scheduler tcp://host:8786``) or a plain thread pool (``--scheduler pool``, the grade
+command's pool before Dask, kept for comparison and for machines without Dask).
+
+Each batch is a :func:`autograder.grading.task.grade_batch` call that waits on an ``nbgrader
+autograde`` subprocess, so one thread per batch is all a worker needs.  Dask runs a batch again
+on another worker when its worker dies or is lost (``distributed.scheduler.allowed-failures``
+deaths at most); a batch that raises is tried once more.  The grade command merges each student
+once, whatever Dask does.
+"""
+from __future__ import annotations
+
+import concurrent.futures
+from typing import Iterable
+
+from autograder.grading.task import BatchJob, grade_batch
+
+
+class PoolScheduler:
+    """A thread pool in the grade command: one thread per parallel ``nbgrader autograde``."""
+
+    def __init__(self, workers: int):
+        self.workers = max(1, workers)
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers)
+
+    def describe(self) -> str:
+        return f"a pool of {self.workers} worker(s)"
+
+    def submit(self, job: BatchJob):
+        return self._pool.submit(grade_batch, job)
+
+    def wait_any(self, futures: Iterable):
+        done, pending = concurrent.futures.wait(list(futures), return_when=concurrent.futures.FIRST_COMPLETED)
+        return done, pending
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+class DaskScheduler:
+    """Batches as Dask tasks, on an embedded ``LocalCluster`` or on the cluster at ``address``."""
+
+    def __init__(self, workers: int, address: str | None = None):
+        import dask
+        from distributed import Client, LocalCluster
+
+        # A task leaves the scheduler only when a worker's thread is free, so a lost worker's
+        # queue is never long and there is nothing to steal.  Tasks last minutes: the
+        # millisecond-scale bookkeeping (event-loop ticks, profiling, system and memory monitors)
+        # would only take CPU from the nbgrader processes on a small machine.
+        dask.config.set({"distributed.scheduler.worker-saturation": 1.0,
+                         "distributed.scheduler.work-stealing": False,
+                         "distributed.worker.profile.enabled": False,
+                         "distributed.admin.tick.interval": "1s",
+                         "distributed.admin.system-monitor.interval": "5s",
+                         "distributed.worker.memory.monitor-interval": "5s"})
+        self._cluster = None
+        if address is None:
+            # Threads of this process: each task only waits on its nbgrader subprocess.
+            self._cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=False,
+                                         dashboard_address=None)
+            self._client = Client(self._cluster, set_as_default=False)
+        else:
+            self._client = Client(address, set_as_default=False, timeout="30s")
+        self.address = address
+        self.workers = max(1, sum(self._client.nthreads().values())) if address else max(1, workers)
+        self._count = 0
+
+    def describe(self) -> str:
+        where = f"the Dask cluster at {self.address}" if self.address else "an embedded Dask cluster"
+        return f"{where} ({self.workers} thread(s))"
+
+    def submit(self, job: BatchJob):
+        self._count += 1
+        return self._client.submit(grade_batch, job, key=f"grade-{job.assignment}-{self._count}", pure=False, retries=1)
+
+    def wait_any(self, futures: Iterable):
+        from distributed import wait
+
+        with self._client.as_current():
+            done, pending = wait(list(futures), return_when="FIRST_COMPLETED")
+        return done, pending
+
+    def close(self) -> None:
+        self._client.close()
+        if self._cluster is not None:
+            self._cluster.close()
+
+
+def make_scheduler(spec: str, workers: int):
+    """``local`` (embedded Dask), ``pool`` (thread pool) or a Dask scheduler address."""
+    if spec == "pool":
+        return PoolScheduler(workers)
+    if spec == "local":
+        return DaskScheduler(workers)
+    return DaskScheduler(workers, address=spec)

@@ -1,0 +1,227 @@
+"""One unit of grading work: a batch of students of one assignment, graded in a private course.
+
+A :class:`BatchJob` carries everything as data (the submissions' files, the release's files, the
+course's ``nbgrader_config.py``, a gradebook holding only the assignment's cells, the limits and
+the version of the grading code), so it runs the same in a thread of the grade command, in a
+Dask worker on this machine or on another one.  :func:`grade_batch` writes a private course into
+a temporary folder, runs ``nbgrader autograde`` there (every student kernel in its bubblewrap
+sandbox, every test cell judged in the nbgrader process) and returns a :class:`BatchResult`: the
+autograded notebooks and the scores as plain data.  It writes nothing of the course's own.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from autograder.grading.execute import STATUS_FILE
+from autograder.grading.gradebook import StudentGrades, read_grades
+from autograder.grading.report import NBGRADER_FILES
+
+MAX_NOTEBOOK_BYTES = 64 << 20
+NBGRADER = [sys.executable, "-m", "nbgrader"]
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one submission may use while it is graded."""
+
+    seconds: float = 600.0  # wall clock for one submission, nbgrader's start-up included
+    memory_mb: int = 4096  # address space of each process in the student's sandbox
+    cell_timeout: int = 120  # nbgrader's Execute.timeout
+    sandboxed: bool = True  # False only with --unsafe-no-sandbox
+    gpu: bool = False  # pass NVIDIA devices into the sandbox
+
+
+Files = dict[str, bytes]  # relative path -> content
+
+
+@dataclass
+class BatchJob:
+    assignment: str
+    submissions: dict[str, Files]  # student -> their submission folder's regular files
+    release: Files  # the assignment's release folder (data files reach each sandbox)
+    config: str  # the course's nbgrader_config.py
+    template: bytes  # a SQLite gradebook with the assignment's cells only
+    limits: Limits
+    grader_version: str
+
+    @property
+    def students(self) -> list[str]:
+        return list(self.submissions)
+
+
+@dataclass
+class BatchResult:
+    students: list[str]
+    graded: dict[str, tuple[StudentGrades, Files]] = field(default_factory=dict)  # student -> grades, autograded files
+    culprit: str | None = None  # the student whose notebook ran past the time limit
+    returncode: int | None = None
+    log: str = ""
+    host: str = ""
+    seconds: float = 0.0
+
+
+class GraderVersionMismatch(RuntimeError):
+    """A worker runs other grading code than the driver: its verdicts would not be the course's."""
+
+
+def grader_version() -> str:
+    """A hash of the grading package's source: driver and workers must agree on it."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def read_files(folder: Path, limit: int = MAX_NOTEBOOK_BYTES) -> Files:
+    """A folder's regular files (no links followed, nothing under a link, nothing over ``limit``)."""
+    files: Files = {}
+    if folder.is_symlink() or not folder.is_dir():
+        return files
+    for path in sorted(folder.rglob("*")):
+        relative = path.relative_to(folder)
+        if any(p.is_symlink() for p in [path, *list(path.parents)[: len(relative.parts) - 1]]):
+            continue
+        if path.is_file() and path.stat().st_size <= limit:
+            files[str(relative)] = path.read_bytes()
+    return files
+
+
+def write_files(files: Files, folder: Path) -> None:
+    for name, content in files.items():
+        target = (folder / name).resolve()
+        if folder.resolve() not in target.parents:
+            raise ValueError(f"refusing to write {name!r} outside {folder}")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+
+
+def tool_env() -> dict[str, str]:
+    """The environment for nbgrader subprocesses: this interpreter's bin first (nbgrader runs
+    `alembic` from PATH; kernels must use the same environment)."""
+    env = dict(os.environ)
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return env
+
+
+def grade_batch(job: BatchJob) -> BatchResult:
+    """Grade ``job``'s students with ``nbgrader autograde`` in a private course; return what it computed."""
+    if job.grader_version != grader_version():
+        raise GraderVersionMismatch(f"this worker ({socket.gethostname()}) runs grading code {grader_version()}, "
+                                    f"the grade command {job.grader_version}: install the same course version")
+    started = time.monotonic()
+    result = BatchResult(job.students, host=socket.gethostname())
+    root = Path(tempfile.mkdtemp(prefix="grade-", dir=_worker_directory()))
+    try:
+        (root / "nbgrader_config.py").write_text(job.config)
+        (root / "gradebook.db").write_bytes(job.template)
+        release = root / "release" / job.assignment
+        release.mkdir(parents=True)
+        write_files(job.release, release)
+        for student, files in job.submissions.items():
+            folder = root / "submitted" / student / job.assignment
+            folder.mkdir(parents=True)
+            write_files(files, folder)
+        _autograde(job, root, release, result)
+        url = f"sqlite:///{root / 'gradebook.db'}"
+        for student in job.students:
+            autograded = root / "autograded" / student / job.assignment
+            if student == result.culprit or not autograded.is_dir():
+                continue
+            grades = read_grades(url, job.assignment, student)
+            if grades is not None:
+                result.graded[student] = (grades, _autograded_files(autograded))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    result.seconds = time.monotonic() - started
+    return result
+
+
+def _autograded_files(folder: Path) -> Files:
+    """The autograded notebooks (regular files, nothing large) and nbgrader's exchange files beside
+    them: generate_feedback copies them into feedback/, where release_feedback needs timestamp.txt
+    and submission_secret.txt to name the feedback file."""
+    found: Files = {}
+    for path in sorted([*folder.glob("*.ipynb"), *(folder / name for name in sorted(NBGRADER_FILES))]):
+        limit = MAX_NOTEBOOK_BYTES if path.suffix == ".ipynb" else 4096
+        if path.is_file() and not path.is_symlink() and path.stat().st_size < limit:
+            found[path.name] = path.read_bytes()
+    return found
+
+
+def _worker_directory() -> str | None:
+    """In a Dask worker, its own folder: Dask deletes the folder of a worker that was killed when
+    the next one starts on that machine, submissions included.  Elsewhere the system's temp folder."""
+    try:
+        from distributed import get_worker
+
+        return get_worker().local_directory
+    except (ImportError, ValueError):
+        return None
+
+
+def _autograde(job: BatchJob, root: Path, release: Path, result: BatchResult) -> None:
+    limits = job.limits
+    command = NBGRADER + ["autograde", job.assignment, "--create", "--force",
+                          f"--CourseDirectory.root={root}",
+                          f"--CourseDirectory.db_url=sqlite:///{root / 'gradebook.db'}",
+                          f"--SandboxedExecute.timeout={limits.cell_timeout}",
+                          f"--SandboxedExecute.memory_mb={limits.memory_mb}",
+                          f"--SandboxedExecute.sandboxed={limits.sandboxed}",
+                          f"--SandboxedExecute.gpu={limits.gpu}",
+                          f"--SandboxedExecute.status_file={root / STATUS_FILE}",
+                          f"--SandboxedExecute.release_dir={release}"]
+    with open(root / "nbgrader.log", "wb") as log:
+        process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=tool_env(),
+                                   start_new_session=True, preexec_fn=_die_with_parent)
+        try:
+            result.culprit = _watch(process, root / STATUS_FILE, limits.seconds)
+            result.returncode = process.wait()
+        finally:
+            if process.poll() is None:  # the worker is being shut down: take nbgrader and its sandboxes along
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+    result.log = (root / "nbgrader.log").read_text(errors="replace")[-200_000:]
+
+
+def _die_with_parent() -> None:
+    """In the child before exec: be killed when the process that started nbgrader dies (a Dask
+    worker killed in the middle of a batch leaves no grading behind)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _watch(process: subprocess.Popen, status: Path, seconds: float) -> str | None:
+    """Wait for ``process``; kill it when one notebook runs longer than ``seconds``.
+
+    The grading process writes the student whose notebook it starts into ``status``, a file in
+    the private course that no sandbox can see, so a notebook cannot blame a classmate.
+    Returns that student if it was killed.
+    """
+    current, since = None, time.monotonic()
+    while process.poll() is None:
+        time.sleep(0.5)
+        try:
+            found = status.read_text().split("\n", 1)[0].strip()
+        except OSError:
+            found = ""
+        if found and found != current:
+            current, since = found, time.monotonic()
+        if current is not None and time.monotonic() - since > seconds:
+            os.killpg(process.pid, signal.SIGKILL)  # nbgrader and its kernels' sandboxes (they die with it)
+            return current
+    return None

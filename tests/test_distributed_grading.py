@@ -1,0 +1,153 @@
+"""Grading on a real Dask cluster: a ``dask scheduler`` and two ``dask worker`` processes on
+localhost, started here as separate processes, as an instructor would start them on several
+machines.  The class is graded through ``--scheduler``; one worker is killed while it grades.
+Every student must be graded exactly once, with the scores of the one-machine run, and nothing
+of the killed worker's grading may survive it.
+"""
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from nbgrader.api import Gradebook, SubmittedAssignment
+
+from course import tool_env
+from demo_class import CLASSES, build_class_course
+
+pytestmark = pytest.mark.slow
+ASSIGNMENT = "01_covariate_shift"
+GRADE_OPTIONS = ["--cell-timeout", "60", "--timeout", "300", "--batch-size", "1"]
+
+
+def _dask(*args: str) -> list[str]:
+    """The ``dask`` command of this environment."""
+    return [str(Path(sys.executable).parent / "dask"), *args]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def dask_cluster(tmp_path: Path, workers: int = 2):
+    """A scheduler and ``workers`` single-threaded workers, each its own process group."""
+    from distributed import Client
+
+    port = _free_port()
+    address = f"tcp://127.0.0.1:{port}"
+    env = tool_env() | {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
+    logs = tmp_path / "dask-logs"
+    logs.mkdir()
+    processes = {}
+
+    def start(name: str, command: list[str]) -> None:
+        with open(logs / f"{name}.log", "wb") as log:
+            processes[name] = subprocess.Popen(command, cwd=tmp_path, stdout=log, stderr=subprocess.STDOUT, env=env,
+                                               start_new_session=True)
+
+    try:
+        start("scheduler", _dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"))
+        for i in range(1, workers + 1):
+            start(f"w{i}", _dask("worker", address, "--name", f"w{i}", "--nthreads", "1", "--no-nanny",
+                                 "--no-dashboard", "--local-directory", str(tmp_path / f"w{i}")))
+        with Client(address, timeout="60s") as client:
+            client.wait_for_workers(workers, timeout=120)
+        yield address, processes
+    finally:
+        for process in processes.values():
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGTERM)
+        for process in processes.values():
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait()
+
+
+def scores(course: Path) -> dict[str, float]:
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        rows = [(s.student.id, s.score) for s in gb.db.query(SubmittedAssignment)]
+    assert len(rows) == len({student for student, _ in rows}), f"a student has two submissions: {rows}"
+    return dict(rows)
+
+
+def busy_worker(address: str) -> tuple[str, list[str]]:
+    """The name of a worker that is grading now, and its tasks."""
+    from distributed import Client
+
+    with Client(address, timeout="30s") as client:
+        for _ in range(240):
+            processing = client.processing()
+            names = {addr: info["name"] for addr, info in client.scheduler_info()["workers"].items()}
+            for addr, keys in processing.items():
+                if keys:
+                    return names[addr], [str(k) for k in keys]
+            time.sleep(0.25)
+    raise AssertionError("no worker was grading")
+
+
+def autograde_processes() -> list[str]:
+    """nbgrader autograde processes or student sandboxes still alive."""
+    left = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            command = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if f"autograde {ASSIGNMENT}" in command or "normlayers-student" in command:
+            left.append(f"{pid}: {command[:150]}")
+    return left
+
+
+def test_a_killed_worker_costs_no_student_a_grade(tmp_path):
+    classes = {ASSIGNMENT: CLASSES[ASSIGNMENT]()}
+    expected = {student: float(sum(points)) for student, (_, points) in classes[ASSIGNMENT].items()}
+
+    local = tmp_path / "local"
+    build_class_course(local, classes)
+    one_machine = subprocess.run([sys.executable, "-m", "autograder.grade", ASSIGNMENT, "--workers", "2", *GRADE_OPTIONS],
+                                 cwd=local, capture_output=True, text=True, env=tool_env(), timeout=900)
+    assert one_machine.returncode == 0, one_machine.stdout[-3000:] + one_machine.stderr[-3000:]
+    assert scores(local) == expected
+
+    course = tmp_path / "course"
+    build_class_course(course, classes)
+    with dask_cluster(tmp_path) as (address, processes):
+        command = subprocess.Popen([sys.executable, "-m", "autograder.grade", ASSIGNMENT, "--scheduler", address,
+                                    *GRADE_OPTIONS], cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, env=tool_env())
+        lines = []
+        for line in command.stdout:
+            lines.append(line)
+            if line.startswith("[1/"):  # one student merged; both workers are grading the next ones
+                victim, tasks = busy_worker(address)
+                os.killpg(processes[victim].pid, signal.SIGKILL)
+                processes[victim].wait()
+                break
+        output = "".join(lines) + command.communicate(timeout=900)[0]
+        assert command.returncode == 0, output[-4000:]
+        survivors = [name for name, p in processes.items() if name != "scheduler" and p.poll() is None]
+
+    assert "on the Dask cluster at tcp://127.0.0.1" in output
+    assert survivors and victim not in survivors, (victim, survivors)
+    graded_lines = re.findall(r"^\[\s*\d+/\d+\] (\S+): ", output, flags=re.M)
+    assert sorted(graded_lines) == sorted(expected), f"each student must be reported once:\n{output}"
+    assert scores(course) == scores(local) == expected
+    for student in expected:
+        assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), student
+    assert tasks, "the killed worker had no task, so nothing had to be graded again"
+    deadline = time.monotonic() + 15
+    while autograde_processes() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert autograde_processes() == [], "the killed worker's grading outlived it"

@@ -1,0 +1,195 @@
+"""Prepare and start the course hub (run through `hub/start`, as root).
+
+    sudo hub/start --instructor prof --students "alice bob" [--create-users] [--port 8000]
+
+1. installs the proxy (`npm ci` in hub/) when hub/node_modules lacks it;
+2. checks (or, with --create-users, creates) the Unix users, and that they can run the course's
+   Python environment (.venv: torch, nbgrader, autograder);
+3. makes the nbgrader exchange (mode 1777) and the hub's state folder;
+4. writes the Jupyter and nbgrader config of each role into <state>/config/{student,instructor}/;
+5. copies the course (nbgrader_config.py, solutions/, exercises/) into the instructor's
+   ~/course, owned by the instructor and closed to everyone else, unless it exists;
+6. runs JupyterHub with hub/jupyterhub_config.py in the state folder (Ctrl-C stops the hub, the
+   proxy and every single-user server).
+
+The shared password comes from NL_HUB_PASSWORD; without it one is made up and printed.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import pwd
+import re
+import secrets
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+VENV = REPO / ".venv"
+HUB = REPO / "hub"
+COURSE_ID = "normalization-layers"  # as in the course's nbgrader_config.py
+COURSE_FILES = ("nbgrader_config.py", "solutions", "exercises")
+PROXY = HUB / "node_modules" / ".bin" / "configurable-http-proxy"
+
+# JupyterLab defaults for the hub's users: no news or update checks (they would go to the
+# internet) and every cell rendered (no virtual scrolling).
+LAB_OVERRIDES = {
+    "@jupyterlab/apputils-extension:notification": {"checkForUpdates": False, "fetchNews": "false"},
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
+}
+# What students do not get: the formgrader and the toolbar that creates assignments.
+STUDENT_DISABLED_LAB = ["@jupyter/nbgrader:formgrader", "@jupyter/nbgrader:create-assignment"]
+STUDENT_DISABLED_SERVER = ["nbgrader.server_extensions.formgrader"]
+
+
+def fail(message: str) -> None:
+    sys.exit(f"hub/start: {message}")
+
+
+def users_from(text: str) -> list[str]:
+    return [u for u in re.split(r"[\s,]+", text or "") if u]
+
+
+def ensure_user(name: str, create: bool) -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(name)
+    except KeyError:
+        if not create:
+            fail(f"there is no Unix user {name!r} (create it, or pass --create-users)")
+    # A home only its owner can read: classmates must not see each other's work.
+    subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "-K", "HOME_MODE=0700", name], check=True)
+    print(f"hub/start: created the Unix user {name}")
+    return pwd.getpwnam(name)
+
+
+def check_environment(user: str) -> None:
+    """The single-user servers run the course's venv as ``user``: it must be able to."""
+    probe = "import autograder, nbgrader, jupyterhub, jupyterlab; print('ok')"
+    done = subprocess.run(["runuser", "-u", user, "--", str(VENV / "bin" / "python"), "-c", probe],
+                          capture_output=True, text=True, cwd="/")
+    if done.returncode != 0 or done.stdout.strip() != "ok":
+        fail(f"the user {user} cannot use the course's environment {VENV} (every folder on the way "
+             f"must be readable by others; `pip install -r requirements.txt` done?):\n{done.stderr[-2000:]}")
+
+
+def write(path: Path, text: str, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.chmod(0o755)
+    path.write_text(text)
+    path.chmod(mode)
+
+
+def nbgrader_config(exchange: Path, course_root: Path | None) -> str:
+    lines = ["# Written by hub/start: the nbgrader settings of this role on the course hub.",
+             "c = get_config()",
+             f"c.CourseDirectory.course_id = {COURSE_ID!r}",
+             f"c.Exchange.root = {str(exchange)!r}"]
+    if course_root is not None:
+        lines.append(f"c.CourseDirectory.root = {str(course_root)!r}")
+    return "\n".join(lines) + "\n"
+
+
+def write_role_configs(state: Path, exchange: Path, course_root: Path) -> None:
+    config = state / "config"
+    for role in ("student", "instructor"):
+        folder = config / role
+        if folder.exists():
+            shutil.rmtree(folder)
+        # Terminals run bash as a plain (not a login) shell: a login shell reads /etc/profile,
+        # whose PATH drops the course's environment (python, nbgrader) that the hub put first.
+        server: dict = {"LabApp": {"app_settings_dir": str(folder / "lab-settings")},
+                        "ServerApp": {"terminado_settings": {"shell_command": ["/bin/bash"]}}}
+        write(folder / "lab-settings" / "overrides.json", json.dumps(LAB_OVERRIDES, indent=2))
+        if role == "student":
+            write(folder / "nbgrader_config.py", nbgrader_config(exchange, None))
+            server["ServerApp"]["jpserver_extensions"] = {name: False for name in STUDENT_DISABLED_SERVER}
+            write(folder / "labconfig" / "page_config.json",
+                  json.dumps({"disabledExtensions": {name: True for name in STUDENT_DISABLED_LAB}}, indent=2))
+        else:
+            write(folder / "nbgrader_config.py", nbgrader_config(exchange, course_root))
+            # The formgrader panel is a page of the same server in an iframe; the single-user
+            # server forbids every frame by default (frame-ancestors 'none'), which leaves it blank.
+            server["ServerApp"]["tornado_settings"] = {"headers": {
+                "Content-Security-Policy": "frame-ancestors 'self'"}}
+        write(folder / "jupyter_server_config.json", json.dumps(server, indent=2))
+
+
+def copy_course(instructor: pwd.struct_passwd) -> Path:
+    course = Path(instructor.pw_dir) / "course"
+    if not course.exists():
+        course.mkdir(mode=0o700)
+        for name in COURSE_FILES:
+            source = REPO / name
+            if source.is_dir():
+                shutil.copytree(source, course / name, ignore=shutil.ignore_patterns(".ipynb_checkpoints", "__pycache__"))
+            else:
+                shutil.copy2(source, course / name)
+        for path in [course, *course.rglob("*")]:
+            os.lchown(path, instructor.pw_uid, instructor.pw_gid)
+        print(f"hub/start: copied the course into {course}")
+    course.chmod(0o700)  # solutions/ and the gradebook: the instructor's only
+    return course
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="hub/start", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--instructor", default=os.environ.get("NL_HUB_INSTRUCTOR"), help="the instructor's Unix user")
+    parser.add_argument("--students", default=os.environ.get("NL_HUB_STUDENTS", ""),
+                        help="the students' Unix users, separated by spaces or commas")
+    parser.add_argument("--create-users", action="store_true", help="create missing users (home mode 0700)")
+    parser.add_argument("--ip", default=os.environ.get("NL_HUB_IP", "127.0.0.1"))
+    parser.add_argument("--port", type=int, default=int(os.environ.get("NL_HUB_PORT", "8000")))
+    parser.add_argument("--state", type=Path, default=Path(os.environ.get("NL_HUB_STATE", HUB / "state")),
+                        help="the hub's state folder (default hub/state)")
+    parser.add_argument("--exchange", type=Path, default=None,
+                        help="the nbgrader exchange (default <state>/exchange)")
+    args = parser.parse_args(argv)
+
+    if os.geteuid() != 0:
+        fail("run it as root: LocalProcessSpawner starts each server as its user")
+    students = users_from(args.students)
+    if not args.instructor or not students:
+        fail("name the instructor and at least one student (--instructor USER --students 'USER ...')")
+    if args.instructor in students:
+        fail("the instructor cannot also be a student")
+    if not os.access(PROXY, os.X_OK):
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True)
+
+    instructor = ensure_user(args.instructor, args.create_users)
+    for student in students:
+        user = ensure_user(student, args.create_users)
+        if stat.S_IMODE(os.stat(user.pw_dir).st_mode) & 0o077:
+            print(f"hub/start: warning: {user.pw_dir} is open to other users; classmates can read "
+                  f"{student}'s work there (chmod 700 {user.pw_dir})", file=sys.stderr)
+    check_environment(students[0])
+
+    state = args.state.resolve()
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o711)  # the database and the cookie secret are root's; config/ and the exchange are not
+    exchange = (args.exchange or state / "exchange").resolve()
+    exchange.mkdir(parents=True, exist_ok=True)
+    exchange.chmod(0o1777)  # everyone writes, nobody removes what others wrote
+    course = copy_course(instructor)
+    write_role_configs(state, exchange, course)
+
+    password = os.environ.get("NL_HUB_PASSWORD") or secrets.token_urlsafe(12)
+    if len(password) < 8:
+        fail("NL_HUB_PASSWORD must have at least 8 characters")
+    env = dict(os.environ, NL_HUB_INSTRUCTOR=args.instructor, NL_HUB_STUDENTS=" ".join(students),
+               NL_HUB_PASSWORD=password, NL_HUB_STATE=str(state), NL_HUB_IP=args.ip, NL_HUB_PORT=str(args.port),
+               PATH=f"{VENV / 'bin'}:{HUB / 'node_modules' / '.bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")
+    if "NL_HUB_PASSWORD" not in os.environ:
+        print(f"hub/start: the shared password is {password}")
+    print(f"hub/start: the hub is at http://{args.ip}:{args.port}/ (instructor {args.instructor}, "
+          f"students {', '.join(students)}; exchange {exchange}; course {course})", flush=True)
+    os.chdir(state)
+    os.execve(str(VENV / "bin" / "jupyterhub"),
+              [str(VENV / "bin" / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")], env)
+
+
+if __name__ == "__main__":
+    main()

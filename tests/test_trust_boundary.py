@@ -245,3 +245,16 @@ def test_grading_a_course_that_never_generated_the_assignment_says_what_to_run(t
                 gb.add_assignment("01_covariate_shift")
         with pytest.raises(SystemExit, match=r"nbgrader generate_assignment 02_batch_norm --force"):
             grade_class(tmp_path, "02_batch_norm", workers=1, limits=Limits())
+
+
+def test_the_sandbox_keeps_an_environment_that_lives_under_tmp(tmp_path):
+    """The sandbox's own /tmp is a tmpfs: binds under /tmp made before it would vanish, and a
+    course cloned under /tmp (its venv, its autograder package) could not start a kernel."""
+    from autograder.grading.sandbox import PACKAGE_DIR, Sandbox
+
+    command = Sandbox().command(["python"], tmp_path, tmp_path)
+    tmpfs = command.index("--tmpfs")
+    assert command[tmpfs + 1] == "/tmp"
+    for path in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR, tmp_path):
+        binds = [i for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind") and command[i + 1] == str(path)]
+        assert binds and all(i > tmpfs for i in binds), f"{path} is bound before the sandbox's /tmp"

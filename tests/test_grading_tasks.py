@@ -11,12 +11,12 @@ import pytest
 from course import REPO, tool_env
 
 from autograder.grading import gradebook
-from autograder.grading.task import BatchJob, GraderVersionMismatch, Limits, grade_batch, read_files, write_files
+from autograder.grading.task import BatchJob, WorkerRefused, Limits, grade_batch, read_files, write_files
 
 
 def test_a_worker_with_other_grading_code_refuses_the_task():
     job = BatchJob("02_batch_norm", {"ada": {}}, {}, "", b"", Limits(), grader_version="0" * 16)
-    with pytest.raises(GraderVersionMismatch, match="install the same course version"):
+    with pytest.raises(WorkerRefused, match="install the same course version"):
         grade_batch(job)
 
 
@@ -56,6 +56,10 @@ def test_the_gradebook_a_task_carries_holds_the_assignment_and_no_student(tmp_pa
         notebook = gb.find_notebook("01_covariate_shift", "01_covariate_shift")
         assert counts["grade_cells"] == len(notebook.grade_cells) > 0
         assert counts["source_cell"] == len(notebook.source_cells) > 0
+        kernelspec = notebook.kernelspec
+    with sqlite3.connect(template) as db:
+        assert db.execute("SELECT kernelspec FROM notebook").fetchall() == [(kernelspec,)]
+    assert kernelspec and "python3" in kernelspec, "nbgrader's OverwriteKernelspec needs the release's kernel"
 
 
 def test_the_embedded_cluster_takes_work_from_this_process_only():

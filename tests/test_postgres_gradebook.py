@@ -8,6 +8,7 @@ student once however often it runs, and leaves nothing half-written when it fail
 from __future__ import annotations
 
 import csv
+import datetime
 import os
 import shutil
 import subprocess
@@ -96,12 +97,15 @@ def _grades(score: float) -> gradebook.StudentGrades:
 
 
 @pytest.mark.parametrize("database", ["sqlite", "postgresql"])
-def test_the_merge_keeps_manual_scores_and_merges_each_student_once(tmp_path, database, request):
+def test_the_merge_keeps_what_the_instructor_set_and_merges_each_student_once(tmp_path, database, request):
     url = request.getfixturevalue("postgres_url") if database == "postgresql" else None
     course = tmp_path / "course"
     build_class_course(course, {"01_covariate_shift": {}}, db_url=url)
     with gradebook.open_gradebook(course) as gb:
         gb.add_student("ada", first_name="Ada", last_name="Lovelace")
+        gb.add_submission("01_covariate_shift", "ada", extension=datetime.timedelta(days=3))
+        gb.find_submission_notebook("01_covariate_shift", "01_covariate_shift", "ada").flagged = True
+        gb.db.commit()
     with gradebook.open_gradebook(course) as gb:
         grade_ids = [c.name for c in gb.find_notebook("01_covariate_shift", "01_covariate_shift").grade_cells]
     assert "test_activation_stats" in grade_ids, grade_ids
@@ -117,6 +121,9 @@ def test_the_merge_keeps_manual_scores_and_merges_each_student_once(tmp_path, da
         assert gb.db.query(SubmittedAssignment).count() == 2
         grade = gb.find_grade("test_activation_stats", "01_covariate_shift", "01_covariate_shift", "ada")
         assert (grade.auto_score, grade.manual_score) == (2.0, 1.5)
+        assert grade.needs_manual_grade, "a manual score over a new automatic one needs a look, as nbgrader marks it"
+        assert gb.find_submission("01_covariate_shift", "ada").extension == datetime.timedelta(days=3)
+        assert gb.find_submission_notebook("01_covariate_shift", "01_covariate_shift", "ada").flagged
         assert gb.find_student("ada").last_name == "Lovelace"
         assert gb.find_student("bo").first_name is None
 

@@ -40,8 +40,8 @@ from autograder.grading.schedulers import make_scheduler
 from autograder.grading.task import (
     BatchJob,
     BatchResult,
-    GraderVersionMismatch,
     Limits,
+    WorkerRefused,
     grader_version,
     read_files,
     tool_env,
@@ -112,18 +112,27 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                   template=gradebook.assignment_template(course, assignment), limits=limits,
                   grader_version=grader_version())
     outcomes: dict[str, Outcome] = {}
+    expected = set(students)
     start = time.monotonic()
 
     def finish(student: str, graded, reason: str | None) -> None:
-        if student in outcomes:
-            return  # a batch Dask ran twice: every student is merged once
-        if graded is not None:
-            grades, files = graded
-            _save_autograded(course, assignment, student, files)
-            gradebook.merge(course, assignment, student, grades)
-        else:
-            gradebook.register(course, student)
-        outcome = inspect_submission(course, assignment, student, reason, sandboxed=limits.sandboxed)
+        if student in outcomes or student not in expected:
+            return  # merged already (Dask ran a batch twice), or no student of this class
+        try:
+            if graded is not None:
+                grades, files = graded
+                gradebook.merge(course, assignment, student, grades)  # first: files follow a grade
+                _save_autograded(course, assignment, student, files)
+            else:
+                gradebook.register(course, student)
+        except Exception as error:  # noqa: BLE001 - the database refused; the others are still graded
+            graded, reason = None, f"the grade could not be written to the gradebook ({type(error).__name__}: {error})"
+        try:
+            outcome = inspect_submission(course, assignment, student, reason, sandboxed=limits.sandboxed)
+        except Exception as error:  # noqa: BLE001 - a notebook the report cannot read must not stop the class
+            outcome = Outcome(student, None if reason else 0.0, 0.0, reason,
+                              [f"the report could not inspect this submission ({type(error).__name__}); look at it"],
+                              limits.sandboxed)
         outcomes[student] = outcome
         print(f"[{len(outcomes):>{len(str(len(students)))}}/{len(students)}] {outcome.line()} "
               f"({time.monotonic() - start:.0f} s)", file=out, flush=True)
@@ -140,7 +149,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
         pending = {}
 
         def submit(batch: list[str]) -> None:
-            job = BatchJob(assignment, {s: read_files(course / "submitted" / s / assignment) for s in batch}, **shared)
+            job = BatchJob(assignment, {s: read_files(course / "submitted" / s / assignment) for s in batch}, **shared,
+                           extensions=gradebook.extensions(course, assignment, batch))
             pending[runner.submit(job)] = batch
 
         for i in range(0, len(students_to_grade), size):
@@ -151,10 +161,14 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                 batch = pending.pop(future)
                 try:
                     result = future.result()
-                except GraderVersionMismatch as error:
+                except WorkerRefused as error:
                     raise SystemExit(f"Refusing to grade: {error}") from None
                 except Exception as error:  # noqa: BLE001 - a task Dask gave up on (workers lost, ...)
                     result = BatchResult(batch, log=f"ERROR the grading task failed: {type(error).__name__}: {error}")
+                if sorted(result.students) != sorted(batch):  # not this batch's result: trust none of it
+                    result = BatchResult(batch, log="ERROR the grading task returned another batch's result")
+                if result.culprit is not None and result.culprit not in batch:
+                    result.culprit, result.graded = None, {}  # a name not in the batch: grade each alone
                 for student in batch:
                     if student in result.graded:
                         finish(student, result.graded[student], None)

@@ -22,7 +22,6 @@ from pathlib import Path
 class NotebookGrades:
     """What autograde computed for one notebook of one student."""
 
-    flagged: bool = False
     late_submission_penalty: float | None = None
     grades: dict[str, tuple[float | None, bool]] = field(default_factory=dict)  # name -> (auto_score, needs_manual)
     comments: dict[str, str | None] = field(default_factory=dict)  # name -> auto_comment
@@ -33,7 +32,6 @@ class StudentGrades:
     """What autograde computed for one student's submission of one assignment."""
 
     timestamp: object = None  # datetime or None
-    extension: object = None  # timedelta or None
     notebooks: dict[str, NotebookGrades] = field(default_factory=dict)
 
 
@@ -99,7 +97,7 @@ def assignment_template(course: Path, assignment: str) -> bytes:
             master = src.find_assignment(assignment)
             dst.add_assignment(assignment, duedate=master.duedate)
             for notebook in master.notebooks:
-                dst.add_notebook(notebook.name, assignment)
+                dst.add_notebook(notebook.name, assignment, kernelspec=notebook.kernelspec)
                 for cell in notebook.grade_cells:
                     dst.add_grade_cell(cell.name, notebook.name, assignment, max_score=cell.max_score, cell_type=cell.cell_type)
                 for cell in notebook.solution_cells:
@@ -126,6 +124,32 @@ def _interpreter_on_path():
         os.environ["PATH"] = before
 
 
+def extensions(course: Path, assignment: str, students: list[str]) -> dict:
+    """The extensions the instructor granted (student -> timedelta), for the late penalty."""
+    from nbgrader.api import MissingEntry
+
+    found = {}
+    with open_gradebook(course) as gb:
+        for student in students:
+            try:
+                extension = gb.find_submission(assignment, student).extension
+            except MissingEntry:
+                continue
+            if extension is not None:
+                found[student] = extension
+    return found
+
+
+def grant_extensions(url: str, assignment: str, granted: dict) -> None:
+    """Record extensions in a private course's gradebook before autograde computes late penalties."""
+    from nbgrader.api import Gradebook
+
+    with Gradebook(url) as gb:
+        for student, extension in granted.items():
+            gb.update_or_create_student(student)
+            gb.update_or_create_submission(assignment, student, extension=extension)
+
+
 def read_grades(url: str, assignment: str, student: str) -> StudentGrades | None:
     """What a private course's gradebook holds for one student, or None if it was not graded."""
     from nbgrader.api import Gradebook, MissingEntry
@@ -135,10 +159,10 @@ def read_grades(url: str, assignment: str, student: str) -> StudentGrades | None
             graded = gb.find_submission(assignment, student)
         except MissingEntry:
             return None
-        result = StudentGrades(graded.timestamp, graded.extension)
+        result = StudentGrades(graded.timestamp)
         for notebook in graded.notebooks:
             result.notebooks[notebook.name] = NotebookGrades(
-                bool(notebook.flagged), notebook.late_submission_penalty,
+                notebook.late_submission_penalty,
                 {g.name: (g.auto_score, bool(g.needs_manual_grade)) for g in notebook.grades},
                 {c.name: c.auto_comment for c in notebook.comments})
         return result
@@ -147,9 +171,10 @@ def read_grades(url: str, assignment: str, student: str) -> StudentGrades | None
 def merge(course: Path, assignment: str, student: str, grades: StudentGrades) -> None:
     """Write one student's automatic scores and comments into the course's gradebook, in one transaction.
 
-    Only what autograde computed crosses: automatic scores and comments, flags, the late penalty
-    and the timestamp.  Manual scores and extra credit (the instructor's) are left as they are, and
-    a student already on the roster keeps their name.  On PostgreSQL two grade commands may add
+    Only what autograde computed crosses: automatic scores and comments, the late penalty and the
+    timestamp.  What the instructor set is left as it is: manual scores, extra credit, the
+    extension, flags on notebooks, the names on the roster; a cell with a manual score keeps
+    needing review, as nbgrader's own SaveAutoGrades marks it.  On PostgreSQL two grade commands may add
     the same student at the same moment: the loser's transaction is rolled back and tried again.
     """
     _in_transaction(course, lambda gb: _write(gb, assignment, student, grades))
@@ -196,14 +221,14 @@ def _write(gb, assignment: str, student: str, grades: StudentGrades) -> None:
         submission = gb.find_submission(assignment, student)
     except MissingEntry:
         submission = _add_submission(gb, assignment, student)
-    submission.timestamp, submission.extension = grades.timestamp, grades.extension
+    submission.timestamp = grades.timestamp
     for name, notebook in grades.notebooks.items():
         copy = gb.find_submission_notebook(name, assignment, student)
-        copy.flagged = notebook.flagged
         copy.late_submission_penalty = notebook.late_submission_penalty
         for grade_name, (score, manual) in notebook.grades.items():
             mine = gb.find_grade(grade_name, name, assignment, student)
-            mine.auto_score, mine.needs_manual_grade = score, manual
+            mine.auto_score = score
+            mine.needs_manual_grade = manual or mine.manual_score is not None
         for comment_name, text in notebook.comments.items():
             gb.find_comment(comment_name, name, assignment, student).auto_comment = text
 

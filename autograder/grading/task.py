@@ -11,6 +11,7 @@ autograded notebooks and the scores as plain data.  It writes nothing of the cou
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import shutil
 import signal
@@ -23,8 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from autograder.grading.execute import STATUS_FILE
-from autograder.grading.gradebook import StudentGrades, read_grades
+from autograder.grading.gradebook import StudentGrades, grant_extensions, read_grades
 from autograder.grading.report import NBGRADER_FILES
+from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -53,6 +55,7 @@ class BatchJob:
     template: bytes  # a SQLite gradebook with the assignment's cells only
     limits: Limits
     grader_version: str
+    extensions: dict = field(default_factory=dict)  # student -> timedelta the instructor granted
 
     @property
     def students(self) -> list[str]:
@@ -70,17 +73,35 @@ class BatchResult:
     seconds: float = 0.0
 
 
-class GraderVersionMismatch(RuntimeError):
-    """A worker runs other grading code than the driver: its verdicts would not be the course's."""
+class WorkerRefused(RuntimeError):
+    """A worker that must not grade: other grading code than the command's, or no sandbox."""
+
+
+def _version_of_this_installation() -> str:
+    """A hash of the grading package (its code and data files) and of the versions of Python,
+    torch and nbgrader's stack, as this process found them when it started grading."""
+    from importlib.metadata import version
+
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(sys.version.encode())
+    for package in ("torch", "nbgrader", "nbclient", "jupyter_client", "numpy"):
+        digest.update(f"{package}=={version(package)}".encode())
+    for path in sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+_VERSION: str | None = None
 
 
 def grader_version() -> str:
-    """A hash of the grading package's source: driver and workers must agree on it."""
-    root = Path(__file__).resolve().parents[1]
-    digest = hashlib.sha256()
-    for path in sorted(root.rglob("*.py")):
-        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
-    return digest.hexdigest()[:16]
+    """This process's grading version, computed once: the command and every worker must agree.
+    (Editing the course while a run goes on does not abort it; do not, its nbgrader processes
+    would load the new code.)"""
+    global _VERSION
+    if _VERSION is None:
+        _VERSION = _version_of_this_installation()
+    return _VERSION
 
 
 def read_files(folder: Path, limit: int = MAX_NOTEBOOK_BYTES) -> Files:
@@ -117,14 +138,21 @@ def tool_env() -> dict[str, str]:
 def grade_batch(job: BatchJob) -> BatchResult:
     """Grade ``job``'s students with ``nbgrader autograde`` in a private course; return what it computed."""
     if job.grader_version != grader_version():
-        raise GraderVersionMismatch(f"this worker ({socket.gethostname()}) runs grading code {grader_version()}, "
-                                    f"the grade command {job.grader_version}: install the same course version")
+        raise WorkerRefused(f"this worker ({socket.gethostname()}) runs grading code {grader_version()}, "
+                            f"the grade command {job.grader_version}: install the same course version")
+    if job.limits.sandboxed:
+        try:
+            check_available(Sandbox(memory_mb=job.limits.memory_mb, gpu=job.limits.gpu))
+        except SandboxUnavailable as error:
+            raise WorkerRefused(f"this worker ({socket.gethostname()}) cannot sandbox student code: {error}") from None
     started = time.monotonic()
     result = BatchResult(job.students, host=socket.gethostname())
     root = Path(tempfile.mkdtemp(prefix="grade-", dir=_worker_directory()))
     try:
         (root / "nbgrader_config.py").write_text(job.config)
         (root / "gradebook.db").write_bytes(job.template)
+        if job.extensions:
+            grant_extensions(f"sqlite:///{root / 'gradebook.db'}", job.assignment, job.extensions)
         release = root / "release" / job.assignment
         release.mkdir(parents=True)
         write_files(job.release, release)
@@ -183,7 +211,7 @@ def _autograde(job: BatchJob, root: Path, release: Path, result: BatchResult) ->
                           f"--SandboxedExecute.release_dir={release}"]
     with open(root / "nbgrader.log", "wb") as log:
         process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=tool_env(),
-                                   start_new_session=True, preexec_fn=_die_with_parent)
+                                   start_new_session=True, preexec_fn=_parent_death_signal())
         try:
             result.culprit = _watch(process, root / STATUS_FILE, limits.seconds)
             result.returncode = process.wait()
@@ -194,15 +222,17 @@ def _autograde(job: BatchJob, root: Path, release: Path, result: BatchResult) ->
     result.log = (root / "nbgrader.log").read_text(errors="replace")[-200_000:]
 
 
-def _die_with_parent() -> None:
-    """In the child before exec: be killed when the process that started nbgrader dies (a Dask
-    worker killed in the middle of a batch leaves no grading behind)."""
+def _parent_death_signal():
+    """A function for the child before exec: be killed when the thread that started nbgrader
+    dies (a Dask worker killed in the middle of a batch leaves no grading behind).  prctl is
+    looked up here, in the parent: the child of a threaded process should only make system calls."""
     try:
         import ctypes
 
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
     except (OSError, AttributeError):
-        pass
+        return None
+    return lambda: prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
 def _watch(process: subprocess.Popen, status: Path, seconds: float) -> str | None:
@@ -216,8 +246,8 @@ def _watch(process: subprocess.Popen, status: Path, seconds: float) -> str | Non
     while process.poll() is None:
         time.sleep(0.5)
         try:
-            found = status.read_text().split("\n", 1)[0].strip()
-        except OSError:
+            found = json.loads(status.read_text().split("\n", 1)[0])
+        except (OSError, ValueError):
             found = ""
         if found and found != current:
             current, since = found, time.monotonic()

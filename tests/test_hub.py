@@ -147,13 +147,39 @@ def hub_users():
         assert not [n for n in created if run("id", n).returncode == 0], "a throw-away user was not removed"
 
 
+PRIVATE = ("solutions", ".git", "tests")  # what hub/start refuses to run with open to others
+
+
+@contextmanager
+def private_repo():
+    """`chmod -R go-rwx solutions .git tests` in REPO, as the guide says; the old modes after."""
+    modes = {}
+    for name in PRIVATE:
+        top = REPO / name
+        for path in [top, *top.rglob("*")] if top.is_dir() else [top] if top.exists() else []:
+            if not path.is_symlink():
+                modes[path] = stat_mode(path)
+                path.chmod(modes[path] & ~0o077)
+    try:
+        yield
+    finally:
+        for path, mode in modes.items():
+            if path.exists():
+                path.chmod(mode)
+
+
+def hub_passwords(state: Path) -> dict[str, str]:
+    """The users' passwords as hub/start wrote them for root (one "user password" a line)."""
+    return dict(line.split(" ", 1) for line in (state / "passwords.txt").read_text().splitlines() if line)
+
+
 @contextmanager
 def course_hub(users: dict, state: Path):
-    """`hub/start` for these users on free ports; yields (base URL, password, hub process)."""
-    password = secrets.token_urlsafe(16)
+    """`hub/start` for these users on free ports; yields (base URL, passwords by user, hub process)."""
     port = free_port()
-    env = dict(os.environ, NL_HUB_PASSWORD=password, NL_HUB_API_PORT=str(free_port()),
+    env = dict(os.environ, NL_HUB_API_PORT=str(free_port()),
                NL_HUB_PROXY_API_PORT=str(free_port()), NL_HUB_EXPOSE_APP="1")
+    env.pop("NL_HUB_PASSWORD", None)
     log_path = state.parent / "hub.log"
     log = log_path.open("w")
     hub = subprocess.Popen(
@@ -176,7 +202,7 @@ def course_hub(users: dict, state: Path):
             if time.monotonic() > deadline:
                 raise AssertionError(f"the hub did not answer within 180 s:\n{log_path.read_text()[-4000:]}")
             time.sleep(0.5)
-        yield base, password, hub
+        yield base, hub_passwords(state), hub
     finally:
         # SIGTERM to the hub alone: stopping the servers and the proxy is its own job (cleanup_servers).
         if hub.poll() is None:
@@ -207,6 +233,21 @@ def log_in(browser, base: str, user: str, password: str, step: str):
     page.evaluate("async () => { await window.jupyterapp.restored; }")
     return page
 
+
+def login_refused(chrome, base: str, user: str, password: str) -> bool:
+    """Whether the hub turns ``user`` away with ``password`` (it shows its login form again)."""
+    context = chrome.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/hub/login", wait_until="load")
+        page.fill("#username_input", user)
+        page.fill("#password_input", password)
+        with page.expect_navigation(timeout=60_000):
+            page.click("#login_submit")
+        refused = "Invalid username or password" in page.locator("body").inner_text()
+        return refused and not [c for c in context.cookies() if c["name"] == "jupyterhub-hub-login"]
+    finally:
+        context.close()
 
 def nbgrader_menu(page) -> list[str]:
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
@@ -357,16 +398,27 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         timings[step] = round(time.monotonic() - start, 1)
 
     try:
-        with course_hub(hub_users, state) as (base, password, hub):
+        with private_repo(), course_hub(hub_users, state) as (base, passwords, hub):
             mark("hub up")
             port = int(base.rsplit(":", 1)[1])
             assert proxy_pids(port), "no configurable-http-proxy serves the hub"
             exchange = state / "exchange"
             assert exchange.is_dir() and (exchange.stat().st_mode & 0o7777) == 0o1777
             assert stat_mode(course) == 0o700 and course.stat().st_uid == instructor.pw_uid
+            # The hub runs from REPO, which every user can traverse: the solutions, their git
+            # history and the hidden-test catalogue are closed by their own modes.
+            for user in (s1, s2):
+                for private in (REPO / "solutions" / NOTEBOOK, REPO / ".git", REPO / "tests" / "catalogue.py"):
+                    assert not readable_by(user, private), f"{user} can read {private}"
+            # Each their own password: nobody logs in with another's.
+            assert sorted(passwords) == sorted([inst, s1, s2]) and len(set(passwords.values())) == 3
+            assert stat_mode(state / "passwords.json") == 0o600 and stat_mode(state / "passwords.txt") == 0o600
+            assert login_refused(browser, base, s1, passwords[s2]), "a student logged in with a classmate's password"
+            assert login_refused(browser, base, s1, passwords[inst]), "a student logged in with the instructor's password"
+            assert login_refused(browser, base, inst, passwords[s1]), "the instructor's account took a student's password"
 
             # 1. The instructor: formgrader in the menu; generate and release in a terminal.
-            teacher = log_in(browser, base, inst, password, "instructor-login")
+            teacher = log_in(browser, base, inst, passwords[inst], "instructor-login")
             teacher.on("pageerror", lambda e: page_errors.append(f"instructor: {e}"))
             items = nbgrader_menu(teacher)
             shot(teacher, "instructor-nbgrader-menu")
@@ -394,7 +446,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
             # 2. The students: no formgrader; fetch, work, run the visible checks, save, submit.
             pages = {}
             for index, (user, sources) in enumerate([(s1, solution), (s2, bug)]):
-                page = log_in(browser, base, user, password, f"student{index + 1}-login")
+                page = log_in(browser, base, user, passwords[user], f"student{index + 1}-login")
                 page.on("pageerror", lambda e, u=user: page_errors.append(f"{u}: {e}"))
                 items = nbgrader_menu(page)
                 shot(page, f"student{index + 1}-no-formgrader")

@@ -52,3 +52,7 @@ c.Autograde.autograde_preprocessors = [
 
 # Feedback shows each check's message, never hidden test source or traceback lines.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInTestCells, HideTracebacks, CSSHTMLHeaderPreprocessor]
+
+# `nbgrader collect` runs as the instructor: it must not follow a link a student put into their
+# inbound folder, nor take a folder that another student submitted in their name.
+c.ExchangeFactory.collect = "autograder.grading.exchange.SafeExchangeCollect"

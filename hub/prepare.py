@@ -6,7 +6,8 @@
 2. refuses to start while solutions/, .git or tests/ of the repository are open to other users;
    checks (or, with --create-users, creates) the Unix users, and that they can run the course's
    Python environment (.venv: torch, nbgrader, autograder);
-3. makes the nbgrader exchange (mode 1777) and the hub's state folder;
+3. makes the nbgrader exchange (mode 1777), the course's folders in it (the instructor's, with
+   nbgrader's modes) and the hub's state folder;
 4. writes the Jupyter and nbgrader config of each role into <state>/config/{student,instructor}/;
 5. copies the course (nbgrader_config.py, solutions/, exercises/) into the instructor's
    ~/course, owned by the instructor and closed to everyone else, unless it exists;
@@ -161,6 +162,28 @@ def write_role_configs(state: Path, exchange: Path, course_root: Path) -> None:
         write(folder / "jupyter_server_config.json", json.dumps(server, indent=2))
 
 
+# nbgrader's own modes (release_assignment.py, release_feedback.py): students read outbound, drop
+# submissions into inbound without seeing the others, and reach only their own feedback.
+EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
+
+
+def make_course_exchange(exchange: Path, instructor: pwd.struct_passwd) -> None:
+    """The course's folders in the exchange, the instructor's before any student can make them
+    (whoever makes them first owns them, and with them the releases and the submissions)."""
+    for name, mode in EXCHANGE_MODES.items():
+        path = exchange / COURSE_ID / name
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            os.mkdir(path, 0o700)
+            os.chown(path, instructor.pw_uid, instructor.pw_gid)
+            info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != instructor.pw_uid:
+            fail(f"{path} is not a folder of {instructor.pw_name} (owner uid {info.st_uid}): someone made it before the "
+                 f"course did; move it away and look at what is inside")
+        os.chmod(path, mode)
+
+
 def copy_course(instructor: pwd.struct_passwd) -> Path:
     course = Path(instructor.pw_dir) / "course"
     if not course.exists():
@@ -217,6 +240,7 @@ def main(argv: list[str] | None = None) -> None:
     exchange = (args.exchange or state / "exchange").resolve()
     exchange.mkdir(parents=True, exist_ok=True)
     exchange.chmod(0o1777)  # everyone writes, nobody removes what others wrote
+    make_course_exchange(exchange, instructor)
     course = copy_course(instructor)
     write_role_configs(state, exchange, course)
 

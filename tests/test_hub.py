@@ -404,6 +404,10 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
             assert proxy_pids(port), "no configurable-http-proxy serves the hub"
             exchange = state / "exchange"
             assert exchange.is_dir() and (exchange.stat().st_mode & 0o7777) == 0o1777
+            # The course's folders exist before any student could make them, and are the instructor's.
+            for name, mode in (("", 0o755), ("outbound", 0o755), ("inbound", 0o2733), ("feedback", 0o711)):
+                folder = exchange / COURSE_ID / name
+                assert folder.stat().st_uid == instructor.pw_uid and stat_mode(folder) == mode, (folder, oct(stat_mode(folder)))
             assert stat_mode(course) == 0o700 and course.stat().st_uid == instructor.pw_uid
             # The hub runs from REPO, which every user can traverse: the solutions, their git
             # history and the hidden-test catalogue are closed by their own modes.

@@ -52,7 +52,25 @@ c.CourseAuthenticator.password_file = str(STATE / "passwords.json")  # hub/prepa
 c.Authenticator.allowed_users = {INSTRUCTOR} | STUDENTS
 
 # ---------------------------------------------------------------- single-user servers
-c.JupyterHub.spawner_class = "localprocess"
+from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """hub/start runs the hub with umask 077 (its database, its log files: the inbound folders'
+    names are in the log). The users' servers get the usual 022 back: nbgrader copies feedback
+    with the modes it was written with, and students must be able to read their released feedback."""
+
+    def make_preexec_fn(self, name):
+        switch_user = super().make_preexec_fn(name)
+
+        def preexec():
+            os.umask(0o022)
+            switch_user()
+
+        return preexec
+
+
+c.JupyterHub.spawner_class = CourseSpawner
 c.Spawner.cmd = [str(VENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {

@@ -252,6 +252,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"hub/start: the hub is at http://{args.ip}:{args.port}/ (instructor {args.instructor}, "
           f"students {', '.join(students)}; exchange {exchange}; course {course})", flush=True)
     os.chdir(state)
+    # The hub's files (jupyterhub.sqlite, the proxy's pid file, any log it is sent to) are root's
+    # alone; the users' servers set 022 again (CourseSpawner in hub/jupyterhub_config.py).
+    os.umask(0o077)
     os.execve(str(VENV / "bin" / "jupyterhub"),
               [str(VENV / "bin" / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")], env)
 

@@ -142,6 +142,10 @@ def hub_users():
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # userdel refuses a user who still has processes, zombies included: wait until PID 1 reaps them.
+        deadline = time.monotonic() + 60
+        while user_pids(uids) and time.monotonic() < deadline:
+            time.sleep(1)
         for name in created:
             run("userdel", "--remove", name)
         assert not [n for n in created if run("id", n).returncode == 0], "a throw-away user was not removed"
@@ -181,7 +185,8 @@ def course_hub(users: dict, state: Path):
                NL_HUB_PROXY_API_PORT=str(free_port()), NL_HUB_EXPOSE_APP="1")
     env.pop("NL_HUB_PASSWORD", None)
     log_path = state.parent / "hub.log"
-    log = log_path.open("w")
+    # 0600: the log names each student's inbound folder, whose random suffix is its only secret.
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w")
     hub = subprocess.Popen(
         [str(HUB / "start"), "--instructor", users["instructor"].pw_name,
          "--students", f"{users['student1'].pw_name} {users['student2'].pw_name}",
@@ -212,6 +217,12 @@ def course_hub(users: dict, state: Path):
             except subprocess.TimeoutExpired:
                 os.killpg(hub.pid, signal.SIGKILL)
                 hub.wait(timeout=30)
+                # The proxy runs in a session of its own: a hub killed does not take it along.
+                for pid in proxy_pids(port):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         log.close()
 
 
@@ -417,6 +428,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
             # Each their own password: nobody logs in with another's.
             assert sorted(passwords) == sorted([inst, s1, s2]) and len(set(passwords.values())) == 3
             assert stat_mode(state / "passwords.json") == 0o600 and stat_mode(state / "passwords.txt") == 0o600
+            assert stat_mode(state / "jupyterhub.sqlite") == 0o600, "the hub's database is open to others"
             assert login_refused(browser, base, s1, passwords[s2]), "a student logged in with a classmate's password"
             assert login_refused(browser, base, s1, passwords[inst]), "a student logged in with the instructor's password"
             assert login_refused(browser, base, inst, passwords[s1]), "the instructor's account took a student's password"
@@ -605,6 +617,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         print(f"hub: timings (s since start): {timings}; screenshots in {SCREENSHOTS}")
         if (root / "hub.log").is_file():  # the hub's and the proxy's log, kept with the screenshots
             shutil.copyfile(root / "hub.log", ARTIFACTS / "hub.log")
+            (ARTIFACTS / "hub.log").chmod(0o600)
         shutil.rmtree(root, ignore_errors=True)
 
 

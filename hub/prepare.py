@@ -3,7 +3,8 @@
     sudo hub/start --instructor prof --students "alice bob" [--create-users] [--port 8000]
 
 1. installs the proxy (`npm ci` in hub/) when hub/node_modules lacks it;
-2. refuses to start while solutions/, .git or tests/ of the repository are open to other users;
+2. refuses to start while solutions/, .git or tests/ of the repository are open to other users,
+   or while the repository, .venv, hub/ or the state folder (or one above) is not root's alone;
    checks (or, with --create-users, creates) the Unix users, and that they can run the course's
    Python environment (.venv: torch, nbgrader, autograder);
 3. makes the nbgrader exchange (mode 1777), the course's folders in it (the instructor's, with
@@ -86,6 +87,23 @@ def check_private() -> None:
              f"install of the course without solutions/, .git and tests/)")
 
 
+def check_root_owned(paths: list[Path]) -> None:
+    """Root runs code and writes config from these paths: nobody else may be able to change them,
+    nor any folder above them (a sticky folder such as /tmp is fine: others cannot replace what
+    root made there)."""
+    for path in paths:
+        for folder in [path, *path.parents]:
+            if not folder.exists():
+                continue
+            info = os.lstat(folder)
+            mode = stat.S_IMODE(info.st_mode)
+            sticky = stat.S_ISDIR(info.st_mode) and mode & stat.S_ISVTX
+            if info.st_uid != 0 or (mode & 0o022 and not sticky):
+                fail(f"{folder} is owned by uid {info.st_uid} or writable by others (mode {mode:o}); root runs "
+                     f"code from it. Install the course where only root can change it (for example "
+                     f"`sudo chown -R root: {REPO} && sudo chmod -R go-w {REPO}`, or a copy under /opt)")
+
+
 def check_environment(user: str) -> None:
     """The single-user servers run the course's venv as ``user``: it must be able to."""
     probe = "import autograder, nbgrader, jupyterhub, jupyterlab; print('ok')"
@@ -99,8 +117,10 @@ def check_environment(user: str) -> None:
 def write(path: Path, text: str, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o755)
-    path.write_text(text)
-    path.chmod(mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)  # never through a link
+    with os.fdopen(fd, "w") as file:
+        os.fchmod(fd, mode)
+        file.write(text)
 
 
 def write_private(path: Path, text: str, append: bool = False) -> None:
@@ -235,6 +255,7 @@ def main(argv: list[str] | None = None) -> None:
     check_environment(students[0])
 
     state = args.state.resolve()
+    check_root_owned([REPO, VENV, VENV / "bin", HUB, state])
     state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o711)  # the database and the cookie secret are root's; config/ and the exchange are not
     exchange = (args.exchange or state / "exchange").resolve()

@@ -15,6 +15,7 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPrep
 
 from autograder.feedback import ClearHiddenTestsInTestCells, HideTracebacks
 from autograder.grading.execute import SandboxedExecute
+from autograder.grading.scrub import ScrubActiveContent
 
 c = get_config()  # noqa: F821 - provided by nbgrader
 
@@ -40,8 +41,11 @@ c.SandboxedExecute.interrupt_on_timeout = True
 # The student's code runs in a bubblewrap sandbox (no view of the course, its gradebook or other
 # students); each test cell runs in the grader, which drives the student's objects over a socket
 # and judges the plain data they return (see autograder/grading/execute.py).
+# ScrubActiveContent: the formgrader and the feedback show the autograded notebook in the
+# instructor's browser; no script or HTML a student wrote may run there (autograder/grading/scrub.py).
 c.Autograde.autograde_preprocessors = [
     SandboxedExecute,
+    ScrubActiveContent,
     IgnorePattern,
     ClearMetadataPreprocessor,
     LimitOutput,
@@ -52,3 +56,10 @@ c.Autograde.autograde_preprocessors = [
 
 # Feedback shows each check's message, never hidden test source or traceback lines.
 c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInTestCells, HideTracebacks, CSSHTMLHeaderPreprocessor]
+
+# `nbgrader collect` runs as the instructor: it must not follow a link a student put into their
+# inbound folder, nor take a folder that another student submitted in their name.
+c.ExchangeFactory.collect = "autograder.grading.exchange.SafeExchangeCollect"
+# Belt and braces for every HTML page nbgrader renders from this config: escapes HTML outputs and
+# drops Javascript ones (not a markdown cell's raw HTML, which ScrubActiveContent neutralises).
+c.HTMLExporter.sanitize_html = True

@@ -3,14 +3,13 @@
 JupyterHub behind configurable-http-proxy (hub/node_modules, pinned in hub/package.json), one
 single-user JupyterLab per person started as that person's Unix user (LocalProcessSpawner: the
 hub runs as root), from the course's virtual environment (.venv: torch, nbgrader, autograder).
-A shared password logs anyone on the list in (SharedPasswordAuthenticator): good for a trial on
-one machine, not for a class (the instructor guide says what to use instead).
+Each user on the list logs in with their own password (hub/course_auth.py; hub/prepare.py makes
+them): good for a trial on one machine, not for a class (the instructor guide says what to use).
 
 Who is who, and where things are, comes from the environment that `hub/start` sets:
 
     NL_HUB_INSTRUCTOR   the instructor's Unix user (sees the formgrader; owns the course directory)
     NL_HUB_STUDENTS     the students' Unix users, separated by spaces or commas
-    NL_HUB_PASSWORD     the shared password (at least 8 characters)
     NL_HUB_STATE        the hub's state folder (database, cookie secret, per-role Jupyter config)
     NL_HUB_IP, NL_HUB_PORT                 where the hub listens (default 127.0.0.1:8000)
     NL_HUB_API_PORT, NL_HUB_PROXY_API_PORT the hub's and the proxy's internal ports (8081, 8001)
@@ -21,6 +20,7 @@ role "instructor" (also the formgrader, pointed at ~/course). `hub/prepare.py` w
 """
 import os
 import re
+import sys
 from pathlib import Path
 
 c = get_config()  # noqa: F821 - provided by JupyterHub
@@ -44,12 +44,33 @@ c.JupyterHub.cleanup_servers = True  # stopping the hub stops every single-user 
 c.JupyterHub.cleanup_proxy = True
 
 # ---------------------------------------------------------------- who may log in
-c.JupyterHub.authenticator_class = "shared-password"
-c.SharedPasswordAuthenticator.user_password = os.environ["NL_HUB_PASSWORD"]
+sys.path.insert(0, str(REPO / "hub"))
+from course_auth import CourseAuthenticator  # noqa: E402
+
+c.JupyterHub.authenticator_class = CourseAuthenticator
+c.CourseAuthenticator.password_file = str(STATE / "passwords.json")  # hub/prepare.py writes it
 c.Authenticator.allowed_users = {INSTRUCTOR} | STUDENTS
 
 # ---------------------------------------------------------------- single-user servers
-c.JupyterHub.spawner_class = "localprocess"
+from jupyterhub.spawner import LocalProcessSpawner  # noqa: E402
+
+
+class CourseSpawner(LocalProcessSpawner):
+    """hub/start runs the hub with umask 077 (its database, its log files: the inbound folders'
+    names are in the log). The users' servers get the usual 022 back: nbgrader copies feedback
+    with the modes it was written with, and students must be able to read their released feedback."""
+
+    def make_preexec_fn(self, name):
+        switch_user = super().make_preexec_fn(name)
+
+        def preexec():
+            os.umask(0o022)
+            switch_user()
+
+        return preexec
+
+
+c.JupyterHub.spawner_class = CourseSpawner
 c.Spawner.cmd = [str(VENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {

@@ -3,16 +3,21 @@
     sudo hub/start --instructor prof --students "alice bob" [--create-users] [--port 8000]
 
 1. installs the proxy (`npm ci` in hub/) when hub/node_modules lacks it;
-2. checks (or, with --create-users, creates) the Unix users, and that they can run the course's
+2. refuses to start while solutions/, .git or tests/ of the repository are open to other users,
+   or while the repository, .venv, hub/ or the state folder (or one above) is not root's alone;
+   checks (or, with --create-users, creates) the Unix users, and that they can run the course's
    Python environment (.venv: torch, nbgrader, autograder);
-3. makes the nbgrader exchange (mode 1777) and the hub's state folder;
+3. makes the nbgrader exchange (mode 1777), the course's folders in it (the instructor's, with
+   nbgrader's modes) and the hub's state folder;
 4. writes the Jupyter and nbgrader config of each role into <state>/config/{student,instructor}/;
 5. copies the course (nbgrader_config.py, solutions/, exercises/) into the instructor's
    ~/course, owned by the instructor and closed to everyone else, unless it exists;
 6. runs JupyterHub with hub/jupyterhub_config.py in the state folder (Ctrl-C stops the hub, the
    proxy and every single-user server).
 
-The shared password comes from NL_HUB_PASSWORD; without it one is made up and printed.
+Each user logs in with their own password (hub/course_auth.py): a user without one in
+<state>/passwords.json (salted hashes, root only) gets a random one, printed once and added to
+<state>/passwords.txt (mode 0600, for root to hand out; delete it afterwards).
 """
 from __future__ import annotations
 
@@ -28,12 +33,18 @@ import subprocess
 import sys
 from pathlib import Path
 
+from course_auth import hash_password  # hub/, this script's folder
+
 REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / ".venv"
 HUB = REPO / "hub"
 COURSE_ID = "normalization-layers"  # as in the course's nbgrader_config.py
 COURSE_FILES = ("nbgrader_config.py", "solutions", "exercises")
 PROXY = HUB / "node_modules" / ".bin" / "configurable-http-proxy"
+# The hub runs from REPO (.venv, the editable autograder), so every user can traverse REPO: these
+# must be closed to them by their own mode (the solutions, the git history that holds them, the
+# hidden-test catalogue).
+PRIVATE = ("solutions", ".git", "tests")
 
 # JupyterLab defaults for the hub's users: no news or update checks (they would go to the
 # internet) and every cell rendered (no virtual scrolling).
@@ -66,6 +77,33 @@ def ensure_user(name: str, create: bool) -> pwd.struct_passwd:
     return pwd.getpwnam(name)
 
 
+def check_private() -> None:
+    """Refuse to start while a student could read the solutions through REPO."""
+    open_to_others = [name for name in PRIVATE
+                      if (REPO / name).exists() and stat.S_IMODE(os.lstat(REPO / name).st_mode) & 0o077]
+    if open_to_others:
+        fail(f"{', '.join(open_to_others)} in {REPO} can be read by other users, the students included: "
+             f"first `cd {REPO} && chmod -R go-rwx {' '.join(PRIVATE)}` (or run the hub from a separate "
+             f"install of the course without solutions/, .git and tests/)")
+
+
+def check_root_owned(paths: list[Path]) -> None:
+    """Root runs code and writes config from these paths: nobody else may be able to change them,
+    nor any folder above them (a sticky folder such as /tmp is fine: others cannot replace what
+    root made there)."""
+    for path in paths:
+        for folder in [path, *path.parents]:
+            if not folder.exists():
+                continue
+            info = os.lstat(folder)
+            mode = stat.S_IMODE(info.st_mode)
+            sticky = stat.S_ISDIR(info.st_mode) and mode & stat.S_ISVTX
+            if info.st_uid != 0 or (mode & 0o022 and not sticky):
+                fail(f"{folder} is owned by uid {info.st_uid} or writable by others (mode {mode:o}); root runs "
+                     f"code from it. Install the course where only root can change it (for example "
+                     f"`sudo chown -R root: {REPO} && sudo chmod -R go-w {REPO}`, or a copy under /opt)")
+
+
 def check_environment(user: str) -> None:
     """The single-user servers run the course's venv as ``user``: it must be able to."""
     probe = "import autograder, nbgrader, jupyterhub, jupyterlab; print('ok')"
@@ -79,8 +117,34 @@ def check_environment(user: str) -> None:
 def write(path: Path, text: str, mode: int = 0o644) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.parent.chmod(0o755)
-    path.write_text(text)
-    path.chmod(mode)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, mode)  # never through a link
+    with os.fdopen(fd, "w") as file:
+        os.fchmod(fd, mode)
+        file.write(text)
+
+
+def write_private(path: Path, text: str, append: bool = False) -> None:
+    """Write a root-only (0600) file; never through a symlink someone put in its place."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | (os.O_APPEND if append else os.O_TRUNC)
+    fd = os.open(path, flags, 0o600)
+    with os.fdopen(fd, "w") as file:
+        os.fchmod(fd, 0o600)
+        file.write(text)
+
+
+def make_passwords(state: Path, users: list[str]) -> Path:
+    """A random password for each user who has none yet; returns the file of hashes."""
+    hashes = state / "passwords.json"
+    entries = json.loads(hashes.read_text()) if hashes.exists() else {}
+    new = {user: secrets.token_urlsafe(12) for user in users if user not in entries}
+    if new:
+        entries.update({user: hash_password(password) for user, password in new.items()})
+        write_private(hashes, json.dumps(entries, indent=1))
+        write_private(state / "passwords.txt", "".join(f"{u} {p}\n" for u, p in new.items()), append=True)
+        for user, password in new.items():
+            print(f"hub/start: the password of {user} is {password}")
+        print(f"hub/start: (also in {state / 'passwords.txt'}, readable by root only)")
+    return hashes
 
 
 def nbgrader_config(exchange: Path, course_root: Path | None) -> str:
@@ -116,6 +180,28 @@ def write_role_configs(state: Path, exchange: Path, course_root: Path) -> None:
             server["ServerApp"]["tornado_settings"] = {"headers": {
                 "Content-Security-Policy": "frame-ancestors 'self'"}}
         write(folder / "jupyter_server_config.json", json.dumps(server, indent=2))
+
+
+# nbgrader's own modes (release_assignment.py, release_feedback.py): students read outbound, drop
+# submissions into inbound without seeing the others, and reach only their own feedback.
+EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
+
+
+def make_course_exchange(exchange: Path, instructor: pwd.struct_passwd) -> None:
+    """The course's folders in the exchange, the instructor's before any student can make them
+    (whoever makes them first owns them, and with them the releases and the submissions)."""
+    for name, mode in EXCHANGE_MODES.items():
+        path = exchange / COURSE_ID / name
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            os.mkdir(path, 0o700)
+            os.chown(path, instructor.pw_uid, instructor.pw_gid)
+            info = os.lstat(path)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != instructor.pw_uid:
+            fail(f"{path} is not a folder of {instructor.pw_name} (owner uid {info.st_uid}): someone made it before the "
+                 f"course did; move it away and look at what is inside")
+        os.chmod(path, mode)
 
 
 def copy_course(instructor: pwd.struct_passwd) -> Path:
@@ -165,28 +251,31 @@ def main(argv: list[str] | None = None) -> None:
         if stat.S_IMODE(os.stat(user.pw_dir).st_mode) & 0o077:
             print(f"hub/start: warning: {user.pw_dir} is open to other users; classmates can read "
                   f"{student}'s work there (chmod 700 {user.pw_dir})", file=sys.stderr)
+    check_private()
     check_environment(students[0])
 
     state = args.state.resolve()
+    check_root_owned([REPO, VENV, VENV / "bin", HUB, state])
     state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o711)  # the database and the cookie secret are root's; config/ and the exchange are not
     exchange = (args.exchange or state / "exchange").resolve()
     exchange.mkdir(parents=True, exist_ok=True)
     exchange.chmod(0o1777)  # everyone writes, nobody removes what others wrote
+    make_course_exchange(exchange, instructor)
     course = copy_course(instructor)
     write_role_configs(state, exchange, course)
 
-    password = os.environ.get("NL_HUB_PASSWORD") or secrets.token_urlsafe(12)
-    if len(password) < 8:
-        fail("NL_HUB_PASSWORD must have at least 8 characters")
+    make_passwords(state, [args.instructor, *students])
     env = dict(os.environ, NL_HUB_INSTRUCTOR=args.instructor, NL_HUB_STUDENTS=" ".join(students),
-               NL_HUB_PASSWORD=password, NL_HUB_STATE=str(state), NL_HUB_IP=args.ip, NL_HUB_PORT=str(args.port),
+               NL_HUB_STATE=str(state), NL_HUB_IP=args.ip, NL_HUB_PORT=str(args.port),
                PATH=f"{VENV / 'bin'}:{HUB / 'node_modules' / '.bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")
-    if "NL_HUB_PASSWORD" not in os.environ:
-        print(f"hub/start: the shared password is {password}")
+    env.pop("NL_HUB_PASSWORD", None)
     print(f"hub/start: the hub is at http://{args.ip}:{args.port}/ (instructor {args.instructor}, "
           f"students {', '.join(students)}; exchange {exchange}; course {course})", flush=True)
     os.chdir(state)
+    # The hub's files (jupyterhub.sqlite, the proxy's pid file, any log it is sent to) are root's
+    # alone; the users' servers set 022 again (CourseSpawner in hub/jupyterhub_config.py).
+    os.umask(0o077)
     os.execve(str(VENV / "bin" / "jupyterhub"),
               [str(VENV / "bin" / "jupyterhub"), "-f", str(HUB / "jupyterhub_config.py")], env)
 

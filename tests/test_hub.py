@@ -142,20 +142,51 @@ def hub_users():
                 os.kill(pid, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        # userdel refuses a user who still has processes, zombies included: wait until PID 1 reaps them.
+        deadline = time.monotonic() + 60
+        while user_pids(uids) and time.monotonic() < deadline:
+            time.sleep(1)
         for name in created:
             run("userdel", "--remove", name)
         assert not [n for n in created if run("id", n).returncode == 0], "a throw-away user was not removed"
 
 
+PRIVATE = ("solutions", ".git", "tests")  # what hub/start refuses to run with open to others
+
+
+@contextmanager
+def private_repo():
+    """`chmod -R go-rwx solutions .git tests` in REPO, as the guide says; the old modes after."""
+    modes = {}
+    for name in PRIVATE:
+        top = REPO / name
+        for path in [top, *top.rglob("*")] if top.is_dir() else [top] if top.exists() else []:
+            if not path.is_symlink():
+                modes[path] = stat_mode(path)
+                path.chmod(modes[path] & ~0o077)
+    try:
+        yield
+    finally:
+        for path, mode in modes.items():
+            if path.exists():
+                path.chmod(mode)
+
+
+def hub_passwords(state: Path) -> dict[str, str]:
+    """The users' passwords as hub/start wrote them for root (one "user password" a line)."""
+    return dict(line.split(" ", 1) for line in (state / "passwords.txt").read_text().splitlines() if line)
+
+
 @contextmanager
 def course_hub(users: dict, state: Path):
-    """`hub/start` for these users on free ports; yields (base URL, password, hub process)."""
-    password = secrets.token_urlsafe(16)
+    """`hub/start` for these users on free ports; yields (base URL, passwords by user, hub process)."""
     port = free_port()
-    env = dict(os.environ, NL_HUB_PASSWORD=password, NL_HUB_API_PORT=str(free_port()),
+    env = dict(os.environ, NL_HUB_API_PORT=str(free_port()),
                NL_HUB_PROXY_API_PORT=str(free_port()), NL_HUB_EXPOSE_APP="1")
+    env.pop("NL_HUB_PASSWORD", None)
     log_path = state.parent / "hub.log"
-    log = log_path.open("w")
+    # 0600: the log names each student's inbound folder, whose random suffix is its only secret.
+    log = os.fdopen(os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w")
     hub = subprocess.Popen(
         [str(HUB / "start"), "--instructor", users["instructor"].pw_name,
          "--students", f"{users['student1'].pw_name} {users['student2'].pw_name}",
@@ -176,7 +207,7 @@ def course_hub(users: dict, state: Path):
             if time.monotonic() > deadline:
                 raise AssertionError(f"the hub did not answer within 180 s:\n{log_path.read_text()[-4000:]}")
             time.sleep(0.5)
-        yield base, password, hub
+        yield base, hub_passwords(state), hub
     finally:
         # SIGTERM to the hub alone: stopping the servers and the proxy is its own job (cleanup_servers).
         if hub.poll() is None:
@@ -186,6 +217,12 @@ def course_hub(users: dict, state: Path):
             except subprocess.TimeoutExpired:
                 os.killpg(hub.pid, signal.SIGKILL)
                 hub.wait(timeout=30)
+                # The proxy runs in a session of its own: a hub killed does not take it along.
+                for pid in proxy_pids(port):
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
         log.close()
 
 
@@ -207,6 +244,21 @@ def log_in(browser, base: str, user: str, password: str, step: str):
     page.evaluate("async () => { await window.jupyterapp.restored; }")
     return page
 
+
+def login_refused(chrome, base: str, user: str, password: str) -> bool:
+    """Whether the hub turns ``user`` away with ``password`` (it shows its login form again)."""
+    context = chrome.new_context()
+    try:
+        page = context.new_page()
+        page.goto(f"{base}/hub/login", wait_until="load")
+        page.fill("#username_input", user)
+        page.fill("#password_input", password)
+        with page.expect_navigation(timeout=60_000):
+            page.click("#login_submit")
+        refused = "Invalid username or password" in page.locator("body").inner_text()
+        return refused and not [c for c in context.cookies() if c["name"] == "jupyterhub-hub-login"]
+    finally:
+        context.close()
 
 def nbgrader_menu(page) -> list[str]:
     page.locator(".lm-MenuBar-itemLabel", has_text="Nbgrader").click()
@@ -357,16 +409,32 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         timings[step] = round(time.monotonic() - start, 1)
 
     try:
-        with course_hub(hub_users, state) as (base, password, hub):
+        with private_repo(), course_hub(hub_users, state) as (base, passwords, hub):
             mark("hub up")
             port = int(base.rsplit(":", 1)[1])
             assert proxy_pids(port), "no configurable-http-proxy serves the hub"
             exchange = state / "exchange"
             assert exchange.is_dir() and (exchange.stat().st_mode & 0o7777) == 0o1777
+            # The course's folders exist before any student could make them, and are the instructor's.
+            for name, mode in (("", 0o755), ("outbound", 0o755), ("inbound", 0o2733), ("feedback", 0o711)):
+                folder = exchange / COURSE_ID / name
+                assert folder.stat().st_uid == instructor.pw_uid and stat_mode(folder) == mode, (folder, oct(stat_mode(folder)))
             assert stat_mode(course) == 0o700 and course.stat().st_uid == instructor.pw_uid
+            # The hub runs from REPO, which every user can traverse: the solutions, their git
+            # history and the hidden-test catalogue are closed by their own modes.
+            for user in (s1, s2):
+                for private in (REPO / "solutions" / NOTEBOOK, REPO / ".git", REPO / "tests" / "catalogue.py"):
+                    assert not readable_by(user, private), f"{user} can read {private}"
+            # Each their own password: nobody logs in with another's.
+            assert sorted(passwords) == sorted([inst, s1, s2]) and len(set(passwords.values())) == 3
+            assert stat_mode(state / "passwords.json") == 0o600 and stat_mode(state / "passwords.txt") == 0o600
+            assert stat_mode(state / "jupyterhub.sqlite") == 0o600, "the hub's database is open to others"
+            assert login_refused(browser, base, s1, passwords[s2]), "a student logged in with a classmate's password"
+            assert login_refused(browser, base, s1, passwords[inst]), "a student logged in with the instructor's password"
+            assert login_refused(browser, base, inst, passwords[s1]), "the instructor's account took a student's password"
 
             # 1. The instructor: formgrader in the menu; generate and release in a terminal.
-            teacher = log_in(browser, base, inst, password, "instructor-login")
+            teacher = log_in(browser, base, inst, passwords[inst], "instructor-login")
             teacher.on("pageerror", lambda e: page_errors.append(f"instructor: {e}"))
             items = nbgrader_menu(teacher)
             shot(teacher, "instructor-nbgrader-menu")
@@ -394,7 +462,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
             # 2. The students: no formgrader; fetch, work, run the visible checks, save, submit.
             pages = {}
             for index, (user, sources) in enumerate([(s1, solution), (s2, bug)]):
-                page = log_in(browser, base, user, password, f"student{index + 1}-login")
+                page = log_in(browser, base, user, passwords[user], f"student{index + 1}-login")
                 page.on("pageerror", lambda e, u=user: page_errors.append(f"{u}: {e}"))
                 items = nbgrader_menu(page)
                 shot(page, f"student{index + 1}-no-formgrader")
@@ -549,6 +617,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         print(f"hub: timings (s since start): {timings}; screenshots in {SCREENSHOTS}")
         if (root / "hub.log").is_file():  # the hub's and the proxy's log, kept with the screenshots
             shutil.copyfile(root / "hub.log", ARTIFACTS / "hub.log")
+            (ARTIFACTS / "hub.log").chmod(0o600)
         shutil.rmtree(root, ignore_errors=True)
 
 

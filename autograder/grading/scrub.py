@@ -22,9 +22,27 @@ TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 
 class ScrubActiveContent(Preprocessor):
 
+    def given_markdown(self, resources) -> set[str]:
+        """The release's locked markdown, from the gradebook: the only markdown left as it is.
+        (A cell's own "locked" metadata is the student's to set, so it proves nothing.)"""
+        info = resources.get("nbgrader", {})
+        if not {"db_url", "notebook", "assignment"} <= set(info):
+            return set()
+        from nbgrader.api import Gradebook, MissingEntry
+
+        with Gradebook(info["db_url"]) as gradebook:
+            try:
+                cells = gradebook.find_notebook(info["notebook"], info["assignment"]).source_cells
+            except MissingEntry:
+                return set()
+            return {c.source for c in cells if c.locked and c.cell_type == "markdown"}
+
+    def preprocess(self, nb, resources):
+        self._given = self.given_markdown(resources)
+        return super().preprocess(nb, resources)
+
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "markdown" and not cell.metadata.get("nbgrader", {}).get("locked"):
-            # Unlocked markdown is the student's; locked cells nbgrader restored from the gradebook.
+        if cell.cell_type == "markdown" and cell.source not in self._given:
             cell.source = TAG_START.sub("&lt;", cell.source)
             cell.pop("attachments", None)  # an attached SVG is active content too
         for output in cell.get("outputs", []):

@@ -89,6 +89,9 @@ class SandboxedExecute(Execute):
     gpu = Bool(False, help="Pass the NVIDIA device nodes into the sandbox.").tag(config=True)
     processes = Integer(256, help="Processes and threads a student's sandbox may hold.").tag(config=True)
     status_file = Unicode("", help="A file to write the student being graded into (for a watcher's time limit).").tag(config=True)
+    scratch_dir = Unicode("", help="Where the students' scratch folders go (default: /dev/shm or the temp folder); "
+                                   "the grade command gives each batch its own and deletes it, even when it had "
+                                   "to kill nbgrader.").tag(config=True)
     release_dir = Unicode("", help="The assignment's release folder: its data files (not notebooks) are "
                                    "copied into each student's scratch folder.").tag(config=True)
 
@@ -110,7 +113,8 @@ class SandboxedExecute(Execute):
         self._trusted = self.trusted_cells(nb, resources)
         self._mark_current(resources)
         path = Path(resources.get("metadata", {}).get("path") or os.getcwd())
-        self._scratch = Path(tempfile.mkdtemp(prefix="normlayers-student-", dir=scratch_root() if self.sandboxed else None))
+        parent = self.scratch_dir or (scratch_root() if self.sandboxed else None)
+        self._scratch = Path(tempfile.mkdtemp(prefix="normlayers-student-", dir=parent))
         workdir = self._scratch / "work"
         workdir.mkdir()
         self._fill_workdir(path, workdir, resources)

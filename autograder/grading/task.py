@@ -26,7 +26,7 @@ from pathlib import Path
 from autograder.grading.execute import STATUS_FILE
 from autograder.grading.gradebook import StudentGrades, grant_extensions, read_grades
 from autograder.grading.report import NBGRADER_FILES
-from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available
+from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available, scratch_root
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -113,8 +113,11 @@ def read_files(folder: Path, limit: int = MAX_NOTEBOOK_BYTES) -> Files:
         relative = path.relative_to(folder)
         if any(p.is_symlink() for p in [path, *list(path.parents)[: len(relative.parts) - 1]]):
             continue
-        if path.is_file() and path.stat().st_size <= limit:
-            files[str(relative)] = path.read_bytes()
+        try:
+            if path.is_file() and path.stat().st_size <= limit:
+                files[str(relative)] = path.read_bytes()
+        except OSError:  # gone or unreadable since the listing: the student is graded without it
+            continue
     return files
 
 
@@ -148,6 +151,9 @@ def grade_batch(job: BatchJob) -> BatchResult:
     started = time.monotonic()
     result = BatchResult(job.students, host=socket.gethostname())
     root = Path(tempfile.mkdtemp(prefix="grade-", dir=_worker_directory()))
+    # The students' scratch folders (on /dev/shm: memory) in a folder of the batch's own, deleted
+    # below even when nbgrader was killed before it could delete them.
+    scratch = Path(tempfile.mkdtemp(prefix="normlayers-batch-", dir=scratch_root() if job.limits.sandboxed else None))
     try:
         (root / "nbgrader_config.py").write_text(job.config)
         (root / "gradebook.db").write_bytes(job.template)
@@ -160,7 +166,7 @@ def grade_batch(job: BatchJob) -> BatchResult:
             folder = root / "submitted" / student / job.assignment
             folder.mkdir(parents=True)
             write_files(files, folder)
-        _autograde(job, root, release, result)
+        _autograde(job, root, release, scratch, result)
         url = f"sqlite:///{root / 'gradebook.db'}"
         for student in job.students:
             autograded = root / "autograded" / student / job.assignment
@@ -171,6 +177,7 @@ def grade_batch(job: BatchJob) -> BatchResult:
                 result.graded[student] = (grades, _autograded_files(autograded))
     finally:
         shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = time.monotonic() - started
     return result
 
@@ -198,7 +205,7 @@ def _worker_directory() -> str | None:
         return None
 
 
-def _autograde(job: BatchJob, root: Path, release: Path, result: BatchResult) -> None:
+def _autograde(job: BatchJob, root: Path, release: Path, scratch: Path, result: BatchResult) -> None:
     limits = job.limits
     command = NBGRADER + ["autograde", job.assignment, "--create", "--force",
                           f"--CourseDirectory.root={root}",
@@ -208,7 +215,8 @@ def _autograde(job: BatchJob, root: Path, release: Path, result: BatchResult) ->
                           f"--SandboxedExecute.sandboxed={limits.sandboxed}",
                           f"--SandboxedExecute.gpu={limits.gpu}",
                           f"--SandboxedExecute.status_file={root / STATUS_FILE}",
-                          f"--SandboxedExecute.release_dir={release}"]
+                          f"--SandboxedExecute.release_dir={release}",
+                          f"--SandboxedExecute.scratch_dir={scratch}"]
     with open(root / "nbgrader.log", "wb") as log:
         process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=tool_env(),
                                    start_new_session=True, preexec_fn=_parent_death_signal())

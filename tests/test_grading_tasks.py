@@ -77,6 +77,8 @@ def test_the_embedded_cluster_takes_work_from_this_process_only():
         assert scheduler._cluster.scheduler_address.startswith("inproc://")
         listening = subprocess.run(["ss", "-ltnpH"], capture_output=True, text=True).stdout
         ports = re.findall(rf":(\d+)\s+\S+\s+users:\(\(\"[^\"]+\",pid={os.getpid()},", listening)
+        assert ports, "Dask 2026.8 starts an HTTP server per scheduler and worker; none found to check"
+        assert all(f"127.0.0.1:{port} " in listening for port in ports), listening
         for port in ports:
             for path in ("/health", "/metrics", "/info/main/workers.html", "/json/counts.json", "/api/v1/retire_workers"):
                 with pytest.raises(urllib.error.HTTPError) as answer:

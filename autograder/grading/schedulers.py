@@ -61,8 +61,11 @@ class DaskScheduler:
         if address is None:
             # Threads of this process (each task only waits on its nbgrader subprocess), talking
             # in-process: no port that another user of the machine could send work to.
+            # Dask's HTTP servers start anyway: on 127.0.0.1, any free port (no "port 8787 in use"
+            # warning when another cluster has it), every route switched off above.
             self._cluster = LocalCluster(n_workers=max(1, workers), threads_per_worker=1, processes=False,
-                                         protocol="inproc://", dashboard_address=None)
+                                         protocol="inproc://", dashboard_address="127.0.0.1:0",
+                                         worker_dashboard_address="127.0.0.1:0")
             self._client = Client(self._cluster, set_as_default=False)
         else:
             self._client = Client(address, set_as_default=False, timeout="30s")

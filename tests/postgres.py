@@ -11,24 +11,19 @@ from __future__ import annotations
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
+from course import free_port
+
 
 def server_bin() -> Path | None:
     """The newest installed PostgreSQL's bin folder (Debian keeps it out of PATH)."""
     found = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambda p: int(p.parts[-3]))
     return found[-1].parent if found else None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _as_user() -> list[str]:
@@ -63,7 +58,7 @@ def throwaway_postgres():
     if bin_dir is None:
         raise FileNotFoundError("PostgreSQL's server is not installed (apt-get install postgresql)")
     folder = Path(tempfile.mkdtemp(prefix="pg-"))
-    data, sockets, port = folder / "data", folder / "sockets", _free_port()
+    data, sockets, port = folder / "data", folder / "sockets", free_port()
     sockets.mkdir()
     user = _as_user()
     if user:

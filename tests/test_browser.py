@@ -23,7 +23,6 @@ import re
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -41,7 +40,7 @@ import nbformat
 import pytest
 import yaml
 
-from course import REPO, SUBMISSIONS, is_solution_cell, nbgrader_meta, source_notebook, tool_env
+from course import REPO, SUBMISSIONS, free_port, is_solution_cell, nbgrader_meta, source_notebook, tool_env
 
 pytestmark = [pytest.mark.slow, pytest.mark.browser]
 
@@ -364,12 +363,6 @@ def success_lines() -> list[str]:
              for m in re.findall(r'print\("(Part \d+: visible checks passed\.)"\)', c.source)]
     assert lines, "the exercise's test cells print no success line"
     return lines
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def write_json(path: Path, content) -> None:

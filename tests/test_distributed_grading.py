@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook, SubmittedAssignment
 
-from course import tool_env
+from course import free_port, processes_with, tool_env
 from demo_class import CLASSES, build_class_course
 
 pytestmark = pytest.mark.slow
@@ -32,18 +31,12 @@ def _dask(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "dask"), *args]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @contextmanager
 def dask_cluster(tmp_path: Path, workers: int = 2):
     """A scheduler and ``workers`` single-threaded workers, each its own process group."""
     from distributed import Client
 
-    port = _free_port()
+    port = free_port()
     address = f"tcp://127.0.0.1:{port}"
     env = tool_env() | {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
     logs = tmp_path / "dask-logs"
@@ -108,15 +101,7 @@ def children(pid: int) -> list[int]:
 
 def autograde_processes() -> list[str]:
     """nbgrader autograde processes or student sandboxes still alive."""
-    left = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            command = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if f"autograde {ASSIGNMENT}" in command or "normlayers-student" in command:
-            left.append(f"{pid}: {command[:150]}")
-    return left
+    return processes_with(f"autograde {ASSIGNMENT}", "normlayers-student")
 
 
 def test_a_killed_worker_costs_no_student_a_grade(tmp_path):

@@ -22,7 +22,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from course import ASSIGNMENTS, REPO, tool_env
+from course import ASSIGNMENTS, REPO, processes_with, tool_env
 from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, WRONG_ANSWERS, build_course
 from leaks import html_text, leaked, question_explanations, question_secrets, secret_lines, secrets_in
 
@@ -59,15 +59,7 @@ def fingerprint(root: Path) -> dict[str, str]:
 
 def grading_processes() -> list[str]:
     """Processes a grading run may have left: sandboxes, kernels, the hostile daemons."""
-    left = []
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            command = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-        except OSError:
-            continue
-        if "normlayers-student" in command or "daemon-was-here" in command or "sleep 86400" in command:
-            left.append(f"{pid}: {command[:150]}")
-    return left
+    return processes_with("normlayers-student", "daemon-was-here", "sleep 86400")
 
 
 @pytest.fixture(scope="module")

@@ -130,9 +130,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
         try:
             outcome = inspect_submission(course, assignment, student, reason, sandboxed=limits.sandboxed)
         except Exception as error:  # noqa: BLE001 - a notebook the report cannot read must not stop the class
-            outcome = Outcome(student, None if reason else 0.0, 0.0, reason,
-                              [f"the report could not inspect this submission ({type(error).__name__}); look at it"],
-                              limits.sandboxed)
+            problem = f"the report could not inspect this submission ({type(error).__name__}); look at it"
+            outcome = Outcome(student, None, 0.0, reason or f"graded and merged, but {problem}", [], limits.sandboxed)
         outcomes[student] = outcome
         print(f"[{len(outcomes):>{len(str(len(students)))}}/{len(students)}] {outcome.line()} "
               f"({time.monotonic() - start:.0f} s)", file=out, flush=True)

@@ -15,6 +15,7 @@ from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPrep
 
 from autograder.feedback import ClearHiddenTestsInTestCells, HideTracebacks
 from autograder.grading.execute import SandboxedExecute
+from autograder.grading.pages import protect_formgrader
 from autograder.grading.scrub import ScrubActiveContent
 
 c = get_config()  # noqa: F821 - provided by nbgrader
@@ -60,6 +61,7 @@ c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInTestCells, Hide
 # `nbgrader collect` runs as the instructor: it must not follow a link a student put into their
 # inbound folder, nor take a folder that another student submitted in their name.
 c.ExchangeFactory.collect = "autograder.grading.exchange.SafeExchangeCollect"
-# Belt and braces for every HTML page nbgrader renders from this config: escapes HTML outputs and
-# drops Javascript ones (not a markdown cell's raw HTML, which ScrubActiveContent neutralises).
-c.HTMLExporter.sanitize_html = True
+# The formgrader's and the feedback's pages render the autograded notebook through the scrub
+# again, with a Content-Security-Policy that lets only the templates' own scripts run
+# (autograder/grading/pages.py; hub/prepare.py does the same for the hub's instructor).
+protect_formgrader(c)

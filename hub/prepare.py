@@ -152,8 +152,10 @@ def nbgrader_config(exchange: Path, course_root: Path | None) -> str:
              "c = get_config()",
              f"c.CourseDirectory.course_id = {COURSE_ID!r}",
              f"c.Exchange.root = {str(exchange)!r}"]
-    if course_root is not None:
-        lines.append(f"c.CourseDirectory.root = {str(course_root)!r}")
+    if course_root is not None:  # the instructor's: the formgrader shows students' notebooks
+        lines += [f"c.CourseDirectory.root = {str(course_root)!r}",
+                  "from autograder.grading.pages import protect_formgrader",
+                  "protect_formgrader(c)  # the scrub and a script policy on its pages"]
     return "\n".join(lines) + "\n"
 
 

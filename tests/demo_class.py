@@ -259,8 +259,11 @@ HOSTILE_EXPECTED = {
     # it runs, so it earns what torch's outputs earn; the report lists it for review. Its answer
     # cells are the release's, unanswered.
     "no_dispatch_torch_norm": [0, 2, 3, 1, 0, 0],
+    # Script meant for the instructor's browser: the correct solution, so that the outputs must
+    # cost nothing, and none of them may reach a page as markup.
+    "runs_in_browser": [2, 2, 3, 1, 1, 1],
 }
-HOSTILE_ANSWERS = {"signals_and_daemons": "solution"}
+HOSTILE_ANSWERS = {"signals_and_daemons": "solution", "runs_in_browser": "solution"}
 # Links the demo class puts into a submission folder: name -> target (relative to the course).
 HOSTILE_LINKS = {"symlinks": {"course_solution.ipynb": "solutions/02_batch_norm/02_batch_norm.ipynb", "zero": "/dev/zero"}}
 

@@ -340,6 +340,17 @@ def save_notebook(page) -> None:
 
 # ------------------------------------------------------------------ reading what happened
 
+def submission_id(course: Path, student: str) -> str:
+    """The gradebook's id of the student's notebook (the formgrader's submission page)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        copy = Path(tmp) / "gradebook.db"
+        shutil.copyfile(course / "gradebook.db", copy)
+        from nbgrader.api import Gradebook
+
+        with Gradebook(f"sqlite:///{copy}") as gb:
+            return gb.find_submission_notebook(ASSIGNMENT, ASSIGNMENT, student).id
+
+
 def gradebook_scores(course: Path) -> tuple[float, dict[str, float]]:
     """The assignment's maximum and each student's score, read from a copy of the gradebook."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -556,6 +567,16 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
             assert any(s1 in r for r in listed) and any(s2 in r for r in listed), listed
             assert not [r for r in listed if "needs autograding" in r], listed
             assert not (inst_home / "gradebook.db").exists(), "the formgrader opened a gradebook in the home"
+            # The submission page: a script policy that lets only the page's own scripts run.
+            response = formgrader.goto(f"{base}/user/{inst}/formgrader/submissions/{submission_id(course, s2)}/",
+                                       wait_until="load")
+            policy = response.headers.get("content-security-policy", "")
+            scripts = policy.split("script-src", 1)[-1].split(";", 1)[0]
+            assert "'nonce-" in scripts and "unsafe" not in scripts and "frame-ancestors 'self'" in policy, policy
+            formgrader.locator("input.score").first.wait_for()
+            assert formgrader.evaluate("() => typeof submission_id + typeof jQuery") == "stringfunction", \
+                "the formgrader's own scripts did not run under the policy"
+            shot(formgrader, "formgrader-submission")
             formgrader.close()
             mark("formgrader autograde")
 

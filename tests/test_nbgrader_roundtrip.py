@@ -10,6 +10,8 @@ from the gradebook.
 """
 from __future__ import annotations
 
+import re
+
 import csv
 import hashlib
 import os
@@ -218,8 +220,15 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
     root, classes = course
     done = nbgrader(root, "generate_feedback", assignment, "--force")
     assert done.returncode == 0, done.stderr[-3000:]
-    pages = {p.parts[-3]: html_text(p.read_text()) for p in (root / "feedback").glob(f"*/{assignment}/*.html")}
+    files = {p.parts[-3]: p.read_text() for p in (root / "feedback").glob(f"*/{assignment}/*.html")}
+    pages = {student: html_text(html) for student, html in files.items()}
     assert set(pages) == {s for s, (_, points) in classes[assignment].items() if points is not NOT_GRADED}
+    for student, html in files.items():  # only the template's scripts run (runs_in_browser tries more)
+        head = html[:html.index("</head>")]
+        assert head.index('http-equiv="Content-Security-Policy"') < head.index("<script"), student
+        nonces = set(re.findall(r'<script nonce="([^"]+)"', html))
+        assert len(nonces) == 1 and html.count("<script") == html.count(f'<script nonce="{nonces.pop()}"'), student
+        assert re.findall(r"<[a-zA-Z]+[^>]*\son[a-z]+\s*=|<(?:iframe|object|embed|svg)\b", html) == [], student
     for student, text in pages.items():
         if student in HOSTILE_EXPECTED:
             continue  # their own cells name the markers and print paths; checked below for what they found

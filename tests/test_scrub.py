@@ -1,47 +1,110 @@
-"""A student's HTML, SVG and JavaScript never reach the formgrader's page (no hub needed).
+"""Nothing a student wrote runs in the instructor's browser (no hub needed).
 
 The autograded notebook is what the formgrader and the feedback render in the instructor's
-browser; ScrubActiveContent (after the sandboxed execution in nbgrader_config.py) removes what
-would run there. Rendered with nbgrader's own formgrade template, no script remains.
+browser.  Two walls, each tested alone in Chromium: the scrub (autograder/grading/scrub.py)
+rebuilds the notebook from an allow-list, and the pages' Content-Security-Policy
+(autograder/grading/pages.py) lets only the templates' own scripts run.  Every payload below, if
+it ran, would request ``/pwned/<name>`` from the page's server or open a dialog.
 """
 from __future__ import annotations
 
+import base64
+import json
+import threading
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
 import nbformat
+import pytest
 from nbconvert import HTMLExporter
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output
+from nbconvert.preprocessors import Preprocessor
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 from traitlets.config import Config
 
-from autograder.grading.scrub import ScrubActiveContent
+from autograder.grading.pages import FeedbackExporter, NAME_TOGGLES, protect_page
+from autograder.grading.scrub import ScrubActiveContent, scrub_notebook
+from test_browser import browser, chromium  # noqa: F401 - the fixtures (Debian's chromium, Playwright)
 
-# As live markup; the student's text may still show, escaped ("&lt;script>alert('md')...").
-SCRIPTS = ("<script>alert('md')", "<script>alert('locked')", "<img src=x", "<script>alert('html')", "alert('js')", "<svg onload")
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(60)).decode()
+FORMGRADER = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
 
 
-def hostile_notebook() -> nbformat.NotebookNode:
+def pwn(name: str) -> str:
+    return f"fetch('/pwned/{name}');alert('{name}')"
+
+
+def hostile_notebook(schema_valid: bool = False) -> nbformat.NotebookNode:
+    """One cell or output per way in that a student (or their kernel) controls; with
+    ``schema_valid``, only those nbformat's schema allows (nbconvert renders no other)."""
+    svg = base64.b64encode(f'<svg xmlns="http://www.w3.org/2000/svg" onload="{pwn("attachment")}"/>'.encode()).decode()
     nb = new_notebook(cells=[
-        new_markdown_cell("my answer <script>alert('md')</script> <img src=x onerror=alert(3)>"),
+        new_markdown_cell(f"my answer <script>{pwn('md-script')}</script> <img src=x onerror=\"{pwn('md-img')}\">"
+                          f" [click](javascript:{pwn('md-link')}) ![i](data:image/svg+xml;base64,{svg})"
+                          f" [ref][r] [quoted][q]\n\n[r]: javascript:{pwn('md-ref')}\n\n> [q]: javascript:{pwn('md-q')}\n"),
         new_markdown_cell("<b>the instructor's</b>", metadata={"nbgrader": {"locked": True}}),
-        new_markdown_cell("<script>alert('locked')</script>", metadata={"nbgrader": {"locked": True}}),
-        new_code_cell("x", outputs=[
-            new_output("display_data", data={"text/html": "<script>alert('html')</script>", "text/plain": "hi"}),
-            new_output("display_data", data={"application/javascript": "alert('js')"}),
-            new_output("display_data", data={"image/svg+xml": "<svg onload=\"alert('svg')\"/>", "text/plain": "svg"}),
-            new_output("stream", name="stdout", text="a printed line\n"),
-        ])])
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+        new_markdown_cell(f"<script>{pwn('locked-md')}</script>", metadata={"nbgrader": {"locked": True}}),
+        new_markdown_cell("![a](attachment:a.svg)", attachments={"a.svg": {"image/svg+xml": svg}}),
+        new_raw_cell(f"<img src=x onerror=\"{pwn('raw')}\">"),
+        new_code_cell("x", metadata={
+            "nbgrader": {"grade": True, "solution": False, "grade_id": f'x" onfocus="{pwn("grade-id")}" autofocus x="',
+                         "points": 1, "locked": True}, "tags": ["<script>"], "jupyter": {"source_hidden": "<b>"}},
+            outputs=[
+                new_output("display_data", data={"text/html": f"<script>{pwn('html')}</script>", "text/plain": "hi"}),
+                new_output("display_data", data={"application/javascript": pwn("js")}),
+                new_output("display_data", data={"image/svg+xml": f'<svg onload="{pwn("svg")}"/>', "text/plain": "svg"}),
+                new_output("display_data", data={"image/png": PNG},
+                           metadata={"width": f"1 onerror={pwn('png-width')}", "image/png": {"height": "1 onload=x"}}),
+                new_output("display_data", data={"image/png": f'x"><img src=x onerror="{pwn("png-data")}">'}),
+                new_output("display_data", data={"text/latex": f"$\\href{{javascript:{pwn('latex')}}}{{x}}$"}),
+                new_output("stream", name=f'stdout"><img src=x onerror="{pwn("stream-name")}', text="a printed line\n"),
+            ])])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": f"<script>{pwn('kernel')}</script>", "language": "python"}
+    nb.metadata["title"] = f"<script>{pwn('title')}</script>"
+    if schema_valid:
+        return nb
+    nb.cells[-1].outputs += [  # what no kernel of nbformat's would send, but a student's may
+        nbformat.from_dict({"output_type": "execute_result", "data": {"text/plain": "3"}, "metadata": {},
+                            "execution_count": f"<script>{pwn('result')}</script>"}),
+        nbformat.from_dict({"output_type": f"<script>{pwn('type')}</script>", "data": {}})]
+    nb.cells[5].execution_count = f"<img src=x onerror=\"{pwn('count')}\">"
     return nb
 
 
-def formgrade_html(nb) -> str:
+def formgrade_html(nb, preprocessors=()) -> str:
     from nbgrader.server_extensions.formgrader import handlers
 
     config = Config()
     config.HTMLExporter.template_name = "formgrade"
     config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
     config.HTMLExporter.sanitize_html = True
+    config.HTMLExporter.preprocessors = list(preprocessors)
     resources = {"assignment_id": "a", "notebook_id": "n", "submission_id": "x", "index": 0, "total": 1,
-                 "base_url": "/", "student": "s", "last_name": "l", "first_name": "f", "notebook_path": "/n"}
+                 "base_url": "", "student": "s", "last_name": "l", "first_name": "f", "notebook_path": "/n"}
     return HTMLExporter(config=config).from_notebook_node(nb, resources=resources)[0]
+
+
+class Scored(Preprocessor):
+    """What nbgrader's GetGrades adds to each graded cell after the scrub: its score."""
+
+    enabled = True
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.metadata.get("nbgrader", {}).get("grade"):
+            cell.metadata.nbgrader["score"] = 0
+        return cell, resources
+
+
+def feedback_html(nb, exporter=FeedbackExporter) -> str:
+    from nbgrader.server_extensions.formgrader import handlers
+
+    config = Config()
+    config.HTMLExporter.template_name = "feedback"
+    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    config.HTMLExporter.extra_template_paths = [str(FORMGRADER / "static/node_modules/bootstrap/dist/css")]
+    config.HTMLExporter.preprocessors = [Scored]
+    resources = {"nbgrader": {"notebook": "n", "score": 1, "max_score": 2, "late_penalty": 0}}
+    return exporter(config=config).from_notebook_node(nb, resources=resources)[0]
 
 
 class ReleaseSays(ScrubActiveContent):
@@ -51,19 +114,153 @@ class ReleaseSays(ScrubActiveContent):
         return {"<b>the instructor's</b>"}
 
 
-def test_formgrade_template_alone_lets_scripts_through():
-    """Why the preprocessor exists: with sanitize_html nbgrader's template escapes the HTML
-    outputs, but a markdown cell's raw HTML still goes into the page as it is."""
-    html = formgrade_html(hostile_notebook())
-    assert "<script>alert('html')" not in html and "<script>alert('md')" in html
+def scrubbed(nb):
+    return ReleaseSays().preprocess(nb, {})[0]
 
 
-def test_scrubbed_notebook_renders_no_script():
-    nb, _ = ReleaseSays().preprocess(hostile_notebook(), {})
-    html = formgrade_html(nb)
-    assert not [s for s in SCRIPTS if s in html], html
-    outputs = nb.cells[3].outputs
+def test_the_scrub_keeps_only_text_and_checked_images():
+    nb = scrubbed(hostile_notebook())
+    cells = nb.cells
+    assert "&lt;script>" in cells[0].source and cells[1].source == "<b>the instructor's</b>"
+    assert cells[2].source.startswith("&lt;script>"), "a cell the student marked locked is still the student's"
+    assert "attachments" not in cells[3] and cells[4].source.startswith("&lt;img")
+    code = cells[5]
+    assert code.execution_count is None and code.metadata == {"nbgrader": {"grade": True, "solution": False,
+                                                                           "points": 1, "locked": True}}
+    outputs = code.outputs
     assert outputs[0].data == {"text/plain": "hi"} and "application/javascript" in outputs[1].data["text/plain"]
-    assert outputs[2].data == {"text/plain": "svg"} and outputs[3].text == "a printed line\n"
-    assert "&lt;script>" in nb.cells[0].source and nb.cells[1].source == "<b>the instructor's</b>"
-    assert nb.cells[2].source.startswith("&lt;script>"), "a cell the student marked locked is still the student's"
+    assert outputs[2].data == {"text/plain": "svg"}
+    assert outputs[3].data == {"image/png": PNG} and outputs[3].metadata == {}
+    assert "image/png" not in outputs[4].data and "text/latex" not in outputs[5].data
+    assert outputs[6].name == "stdout" and outputs[6].text == "a printed line\n"
+    assert outputs[7].data == {"text/plain": "3"} and outputs[7].execution_count is None
+    assert outputs[8].output_type == "stream" and "removed" in outputs[8].text
+    assert nb.metadata == {"kernelspec": {"name": "python3", "language": "python", "display_name": "python3"}}
+    nbformat.validate(nb)
+    assert scrub_notebook(nb, {"<b>the instructor's</b>"}) == nb, "a second pass changes nothing"
+
+
+def test_the_release_markdown_has_no_html_for_the_formgrader_to_escape():
+    """On the formgrader's page every markdown cell is escaped (it has no gradebook at hand):
+    the release's own markdown must read the same escaped."""
+    for path in sorted(Path(__file__).parents[1].glob("exercises/*/*.ipynb")):
+        nb = nbformat.read(path, as_version=4)
+        assert scrub_notebook(nb).cells == [c for c in scrub_notebook(nb, {c.source for c in nb.cells}).cells], path
+
+
+# ------------------------------------------------------------------ in Chromium
+
+class PageServer(SimpleHTTPRequestHandler):
+    """Serves the pages under test (with their policy) and the formgrader's static files; records
+    every /pwned request."""
+
+    pages: dict[str, tuple[str, str | None]] = {}
+    pwned: list[str] = []
+
+    def do_GET(self):
+        if self.path.startswith("/pwned/"):
+            self.pwned.append(self.path[len("/pwned/"):])
+            self.send_response(204)
+            self.end_headers()
+        elif self.path in self.pages:
+            html, csp = self.pages[self.path]
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html; charset=utf-8")
+            if csp:
+                self.send_header("Content-Security-Policy", csp)
+            self.end_headers()
+            self.wfile.write(html.encode())
+        elif self.path.startswith("/formgrader/static/"):
+            self.path = self.path[len("/formgrader"):]
+            super().do_GET()
+        else:
+            self.send_response(404)
+            self.end_headers()
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    PageServer.pages, PageServer.pwned = {}, []
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(PageServer, directory=str(FORMGRADER)))
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{httpd.server_address[1]}"
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join(timeout=10)
+
+
+def visit(browser, url: str) -> dict:  # noqa: F811 - browser is the fixture
+    """Open the page, hover and click over everything, and say what ran."""
+    page = browser.new_page()
+    ran, errors = [], []
+    page.on("dialog", lambda dialog: (ran.append(dialog.message), dialog.dismiss()))
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    origin = url.rsplit("/", 1)[0]
+
+    def same_page_only(route):  # clicks must not take the page away; nothing leaves localhost
+        request = route.request
+        leaves = request.is_navigation_request() and request.url != url
+        route.abort() if leaves or not request.url.startswith(origin) else route.continue_()
+
+    page.route("**/*", same_page_only)
+    page.goto(url, wait_until="load")
+    page.wait_for_timeout(300)
+    state = page.evaluate("() => ({submission: typeof submission_id, jquery: typeof jQuery, title: document.title})")
+    for link in page.locator("a, img, b, span, div.output_subarea").all()[:200]:
+        try:
+            link.hover(timeout=200)
+            link.click(timeout=200, no_wait_after=True)
+        except Exception:  # noqa: BLE001 - hidden or covered elements
+            pass
+    page.wait_for_timeout(500)
+    page.close()
+    return {"dialogs": ran, "errors": errors, **state}
+
+
+def test_without_either_wall_the_payloads_run(browser, server):  # noqa: F811
+    """The harness can see an attack: the plain template, with no scrub and no policy."""
+    PageServer.pages["/page"] = (formgrade_html(hostile_notebook(schema_valid=True)), None)
+    seen = visit(browser, server + "/page")
+    assert PageServer.pwned or seen["dialogs"], seen
+
+
+def test_the_policy_alone_stops_every_payload(browser, server):  # noqa: F811
+    html, csp = protect_page(formgrade_html(hostile_notebook(schema_valid=True)), NAME_TOGGLES)
+    PageServer.pages["/page"] = (html, csp)
+    seen = visit(browser, server + "/page")
+    assert PageServer.pwned == [] and seen["dialogs"] == [], (PageServer.pwned, seen)
+    assert seen["submission"] == "string" and seen["jquery"] == "function", "the formgrader's own scripts must run"
+
+
+def test_the_scrub_alone_stops_every_payload(browser, server):  # noqa: F811
+    PageServer.pages["/page"] = (formgrade_html(hostile_notebook(schema_valid=True), [ReleaseSays]), None)
+    PageServer.pages["/feedback"] = (feedback_html(scrubbed(hostile_notebook()), HTMLExporter), None)
+    for page in ("/page", "/feedback"):
+        seen = visit(browser, server + page)
+        assert PageServer.pwned == [] and seen["dialogs"] == [], (page, PageServer.pwned, seen)
+
+
+def test_the_feedback_file_carries_the_policy(browser, server):  # noqa: F811
+    html = feedback_html(hostile_notebook(schema_valid=True))
+    assert html.index('http-equiv="Content-Security-Policy"') < html.index("<script")
+    PageServer.pages["/feedback"] = (html, None)
+    seen = visit(browser, server + "/feedback")
+    assert PageServer.pwned == [] and seen["dialogs"] == [], (PageServer.pwned, seen)
+
+
+def test_the_course_config_protects_the_formgrader_and_the_feedback():
+    """nbgrader_config.py (and the hub's instructor config) put both walls in place."""
+    from nbgrader.server_extensions.formgrader import handlers
+    from traitlets.config import PyFileConfigLoader
+
+    config = PyFileConfigLoader("nbgrader_config.py", path=str(Path(__file__).parents[1])).load_config()
+    assert config.HTMLExporter.preprocessors == [ScrubActiveContent]
+    assert config.GenerateFeedback.exporter_class is FeedbackExporter
+    assert handlers.SubmissionHandler.protected_by_policy
+    assert json.dumps(config.Autograde.autograde_preprocessors, default=lambda c: c.__name__).count("ScrubActiveContent") == 1

@@ -12,6 +12,11 @@ For every notebook it grades, :class:`SandboxedExecute`
    here, and writes the cell's outputs (a printed line, or the check's message) itself;
 4. shuts the kernel down (the sandbox and everything in it end) and deletes the scratch folder.
 
+What a cell prints is counted as it arrives: past ``max_cell_output_bytes`` (or, for the whole
+notebook, ``max_notebook_output_bytes``) nothing more of it is kept, the cell is interrupted and
+ends with an "output limit" line, so a flood costs this process no memory and ends the same
+way on a loaded machine as on a quiet one.
+
 A test cell's points therefore depend only on what this process computed.  A cell that merely
 looks like a test cell (its id or source not in the gradebook) is the student's code and runs in
 the kernel like any other.  A status file outside every sandbox names the submission being
@@ -20,6 +25,7 @@ limit); the student cannot write it.
 """
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import secrets
@@ -85,7 +91,7 @@ class SandboxedExecute(Execute):
     """``Execute`` in the sandbox; test cells judged here.  Configure as ``SandboxedExecute.*``."""
 
     sandboxed = Bool(True, help="Run the kernel in the bubblewrap sandbox (never switch off for real grading).").tag(config=True)
-    memory_mb = Integer(4096, help="Address space per sandboxed process in MB; 0 for none (GPU machines).").tag(config=True)
+    memory_mb = Integer(4096, help="The sandbox's memory in MB (and, without gpu, each process's address space); 0: neither.").tag(config=True)
     gpu = Bool(False, help="Pass the NVIDIA device nodes into the sandbox.").tag(config=True)
     processes = Integer(256, help="Processes and threads a student's sandbox may hold.").tag(config=True)
     status_file = Unicode("", help="A file to write the student being graded into (for a watcher's time limit).").tag(config=True)
@@ -94,6 +100,8 @@ class SandboxedExecute(Execute):
                                    "to kill nbgrader.").tag(config=True)
     release_dir = Unicode("", help="The assignment's release folder: its data files (not notebooks) are "
                                    "copied into each student's scratch folder.").tag(config=True)
+    max_cell_output_bytes = Integer(2 << 20, help="Output one cell may send before it is stopped.").tag(config=True)
+    max_notebook_output_bytes = Integer(16 << 20, help="Output a notebook may send in all.").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
@@ -110,6 +118,8 @@ class SandboxedExecute(Execute):
 
     def preprocess(self, nb, resources=None, km=None):
         resources = resources or {}
+        self._output_bytes: dict[int, int] = {}
+        self._stopped: set[int] = set()
         self._trusted = self.trusted_cells(nb, resources)
         self._mark_current(resources)
         path = Path(resources.get("metadata", {}).get("path") or os.getcwd())
@@ -154,6 +164,36 @@ class SandboxedExecute(Execute):
         status.parent.mkdir(parents=True, exist_ok=True)
         # JSON: the watcher compares the exact id ("zoe " is not "zoe").
         status.write_text(f"{json.dumps(resources.get('nbgrader', {}).get('student', ''))}\n{time.time()}\n")
+
+    def process_message(self, msg, cell, cell_index):
+        """The student's kernel writes these messages: an execution count that is not a number
+        (which nbformat would refuse when the notebook is saved) is dropped."""
+        content = msg.get("content")
+        if isinstance(content, dict) and "execution_count" in content and not _is_count(content["execution_count"]):
+            content["execution_count"] = None
+        return super().process_message(msg, cell, cell_index)
+
+    def output(self, outs, msg, display_id, cell_index):
+        """Keep an output only while the cell and the notebook are within their output limits;
+        one that nbformat refuses becomes a line saying so (the scrub deals with the rest)."""
+        size = _text_size(msg.get("content"))
+        self._output_bytes[cell_index] = self._output_bytes.get(cell_index, 0) + size
+        over_cell = self._output_bytes[cell_index] > self.max_cell_output_bytes
+        over_notebook = sum(self._output_bytes.values()) > self.max_notebook_output_bytes
+        if not (over_cell or over_notebook):
+            try:
+                return super().output(outs, msg, display_id, cell_index)
+            except Exception:  # noqa: BLE001 - a malformed message (nbformat's ValidationError, ...)
+                outs.append(nbformat.v4.new_output("stream", name="stdout", text="[a malformed output was dropped]\n"))
+                return None
+        if cell_index not in self._stopped:
+            self._stopped.add(cell_index)
+            limit = self.max_cell_output_bytes if over_cell else self.max_notebook_output_bytes
+            outs.append(nbformat.v4.new_output("stream", name="stdout", text=(
+                f"\n[output limit: {'this cell' if over_cell else 'the notebook'} printed more than "
+                f"{limit >> 20} MB; the rest was dropped and the cell was stopped]\n")))
+            asyncio.get_running_loop().create_task(self.km.interrupt_kernel())
+        return None
 
     def preprocess_cell(self, cell, resources, index):
         if index not in self._trusted:
@@ -202,6 +242,23 @@ class SandboxedExecute(Execute):
             _close(listener)
             worker.join(5)
         return outcome.get("outputs") or testcell.error_outputs("the check did not finish")
+
+
+def _is_count(value) -> bool:
+    return value is None or (type(value) is int and value >= 0)
+
+
+def _text_size(value, depth: int = 0) -> int:
+    """The characters of every string in a message's content (what keeping it would cost)."""
+    if isinstance(value, str):
+        return len(value)
+    if depth > 8:
+        return 0
+    if isinstance(value, dict):
+        return sum(len(str(k)) + _text_size(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return sum(_text_size(v, depth + 1) for v in value)
+    return 8
 
 
 def _close(sock: socket.socket | None) -> None:

@@ -1,8 +1,10 @@
 """Grading on a real Dask cluster: a ``dask scheduler`` and two ``dask worker`` processes on
 localhost, started here as separate processes, as an instructor would start them on several
-machines.  The class is graded through ``--scheduler``; one worker is killed while it grades.
-Every student must be graded exactly once, with the scores of the one-machine run, and nothing
-of the killed worker's grading may survive it.
+machines, every connection mutual TLS with the course's certificates
+(``python -m autograder.grading.certs``).  The class is graded through ``--scheduler``; one
+worker is killed while it grades.  Every student must be graded exactly once, with the scores of
+the one-machine run, and nothing of the killed worker's grading may survive it.  A client
+without the course's certificate is refused.
 """
 from __future__ import annotations
 
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 from nbgrader.api import Gradebook, SubmittedAssignment
 
+from autograder.grading.certs import make_certificates
 from course import free_port, processes_with, tool_env
 from demo_class import CLASSES, build_class_course
 
@@ -31,13 +34,28 @@ def _dask(*args: str) -> list[str]:
     return [str(Path(sys.executable).parent / "dask"), *args]
 
 
+def tls_flags(certs: Path, role: str) -> list[str]:
+    return ["--tls-ca-file", str(certs / "ca.pem"), "--tls-cert", str(certs / f"{role}.pem"),
+            "--tls-key", str(certs / f"{role}-key.pem")]
+
+
+def security(certs: Path, role: str = "client"):
+    from distributed.security import Security
+
+    return Security(tls_ca_file=str(certs / "ca.pem"), tls_client_cert=str(certs / f"{role}.pem"),
+                    tls_client_key=str(certs / f"{role}-key.pem"), require_encryption=True)
+
+
 @contextmanager
 def dask_cluster(tmp_path: Path, workers: int = 2):
-    """A scheduler and ``workers`` single-threaded workers, each its own process group."""
+    """A TLS scheduler and ``workers`` single-threaded workers, each its own process group;
+    yields the address, the processes and the folder of the course's certificates."""
     from distributed import Client
 
+    certs = tmp_path / "certs"
+    make_certificates(certs)
     port = free_port()
-    address = f"tcp://127.0.0.1:{port}"
+    address = f"tls://127.0.0.1:{port}"
     env = tool_env() | {"DASK_DISTRIBUTED__SCHEDULER__WORKER_SATURATION": "1.0"}
     logs = tmp_path / "dask-logs"
     logs.mkdir()
@@ -49,13 +67,15 @@ def dask_cluster(tmp_path: Path, workers: int = 2):
                                                start_new_session=True)
 
     try:
-        start("scheduler", _dask("scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"))
+        start("scheduler", _dask("scheduler", "--protocol", "tls", "--host", "127.0.0.1", "--port", str(port),
+                                 "--no-dashboard", *tls_flags(certs, "scheduler")))
         for i in range(1, workers + 1):
             start(f"w{i}", _dask("worker", address, "--name", f"w{i}", "--nthreads", "1", "--no-nanny",
-                                 "--no-dashboard", "--local-directory", str(tmp_path / f"w{i}")))
-        with Client(address, timeout="60s") as client:
+                                 "--no-dashboard", "--local-directory", str(tmp_path / f"w{i}"),
+                                 *tls_flags(certs, "worker")))
+        with Client(address, timeout="60s", security=security(certs)) as client:
             client.wait_for_workers(workers, timeout=120)
-        yield address, processes
+        yield address, processes, certs
     finally:
         for process in processes.values():
             if process.poll() is None:
@@ -68,16 +88,57 @@ def dask_cluster(tmp_path: Path, workers: int = 2):
                 process.wait()
 
 
+def test_the_cluster_obeys_only_the_courses_certificates(tmp_path):
+    """A rogue client (no TLS, no certificate, or one of another authority) cannot connect, so it
+    can neither send the workers code nor hand back results; the course's client can."""
+    from distributed import Client
+    from distributed.security import Security
+
+    make_certificates(tmp_path / "rogue")
+    with dask_cluster(tmp_path, workers=1) as (address, _, certs):
+        rogues = {"plain tcp": dict(address=address.replace("tls://", "tcp://")),
+                  "another authority": dict(security=security(tmp_path / "rogue")),
+                  "another authority's client, trusting ours": dict(security=Security(
+                      tls_ca_file=str(certs / "ca.pem"), tls_client_cert=str(tmp_path / "rogue" / "client.pem"),
+                      tls_client_key=str(tmp_path / "rogue" / "client-key.pem"), require_encryption=True))}
+        for name, how in rogues.items():
+            with pytest.raises((OSError, TimeoutError)):
+                with Client(how.get("address", address), timeout="5s", security=how.get("security")) as rogue:
+                    rogue.submit(os.getpid).result(timeout=5)
+                    pytest.fail(f"the cluster ran work for a client with {name}")
+        assert refused_without_certificate(address, certs / "ca.pem"), "TLS without a client certificate"
+        with Client(address, timeout="30s", security=security(certs)) as client:
+            assert client.submit(os.getpid, pure=False).result(timeout=30) != os.getpid()
+
+
+def refused_without_certificate(address: str, ca: Path) -> bool:
+    """Whether the scheduler ends a TLS connection whose client shows no certificate (Dask's own
+    client refuses to try: it is checked with a plain TLS socket)."""
+    import socket
+    import ssl
+
+    host, port = address.removeprefix("tls://").rsplit(":", 1)
+    context = ssl.create_default_context(cafile=str(ca))
+    context.check_hostname = False
+    try:
+        with socket.create_connection((host, int(port)), timeout=10) as raw, \
+                context.wrap_socket(raw, server_hostname=host) as tls:
+            tls.sendall(b"\0" * 64)
+            return tls.recv(1) == b""
+    except (ssl.SSLError, ConnectionError):
+        return True
+
+
 def scores(course: Path) -> dict[str, float]:
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         return {s.student.id: s.score for s in gb.db.query(SubmittedAssignment)}
 
 
-def busy_worker(address: str) -> tuple[str, list[str]]:
+def busy_worker(address: str, certs: Path) -> tuple[str, list[str]]:
     """The name of a worker that is grading now, and its tasks."""
     from distributed import Client
 
-    with Client(address, timeout="30s") as client:
+    with Client(address, timeout="30s", security=security(certs)) as client:
         for _ in range(240):
             processing = client.processing()
             names = {addr: info["name"] for addr, info in client.scheduler_info()["workers"].items()}
@@ -117,15 +178,15 @@ def test_a_killed_worker_costs_no_student_a_grade(tmp_path):
 
     course = tmp_path / "course"
     build_class_course(course, classes)
-    with dask_cluster(tmp_path) as (address, processes):
+    with dask_cluster(tmp_path) as (address, processes, certs):
         command = subprocess.Popen([sys.executable, "-m", "autograder.grade", ASSIGNMENT, "--scheduler", address,
-                                    *GRADE_OPTIONS], cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                    *tls_flags(certs, "client"), *GRADE_OPTIONS], cwd=course, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                    text=True, env=tool_env())
         lines = []
         for line in command.stdout:
             lines.append(line)
             if line.startswith("[1/"):  # one student merged; both workers are grading the next ones
-                victim, tasks = busy_worker(address)
+                victim, tasks = busy_worker(address, certs)
                 grading = children(processes[victim].pid)  # its nbgrader autograde
                 os.killpg(processes[victim].pid, signal.SIGKILL)
                 processes[victim].wait()
@@ -138,7 +199,7 @@ def test_a_killed_worker_costs_no_student_a_grade(tmp_path):
         assert command.returncode == 0, output[-4000:]
         survivors = [name for name, p in processes.items() if name != "scheduler" and p.poll() is None]
 
-    assert "on the Dask cluster at tcp://127.0.0.1" in output
+    assert "on the Dask cluster at tls://127.0.0.1" in output
     assert survivors and victim not in survivors, (victim, survivors)
     graded_lines = re.findall(r"^\[\s*\d+/\d+\] (\S+): ", output, flags=re.M)
     assert sorted(graded_lines) == sorted(expected), f"each student must be reported once:\n{output}"

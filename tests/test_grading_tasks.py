@@ -11,7 +11,8 @@ import pytest
 from course import REPO, tool_env
 
 from autograder.grading import gradebook
-from autograder.grading.task import BatchJob, WorkerRefused, Limits, grade_batch, read_files, write_files
+from autograder.grading.task import (BatchJob, BatchResult, Limits, WorkerRefused, grade_batch, is_authentic, read_files,
+                                     result_mac, write_files)
 
 
 def test_a_worker_with_other_grading_code_refuses_the_task():
@@ -86,3 +87,74 @@ def test_the_embedded_cluster_takes_work_from_this_process_only():
                 assert answer.value.code == 404, (port, path)
     finally:
         scheduler.close()
+
+
+def release_course(tmp_path, assignment: str = "01_covariate_shift"):
+    course = tmp_path / "course"
+    course.mkdir()
+    (course / "nbgrader_config.py").write_text((REPO / "nbgrader_config.py").read_text())
+    (course / "solutions").symlink_to(REPO / "solutions")
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", assignment,
+                           "--CourseDirectory.release_directory=release"], cwd=course, capture_output=True,
+                          text=True, env=tool_env())
+    assert done.returncode == 0, done.stderr[-2000:]
+    return course
+
+
+def test_a_result_not_signed_with_this_runs_key_is_not_authentic():
+    key = b"k" * 32
+    result = BatchResult(["ada"], graded={"ada": (gradebook.StudentGrades(), {"a.ipynb": b"{}"})}, log="fine")
+    result.mac = result_mac(key, result)
+    assert is_authentic(key, result) and not is_authentic(b"x" * 32, result)
+    result.graded["ada"][0].notebooks["a"] = gradebook.NotebookGrades(grades={"cell": (10.0, False)})
+    assert not is_authentic(key, result), "a score added after signing"
+    assert not is_authentic(key, "not a result")
+
+
+def test_a_returned_result_is_scrubbed_and_scored_again_from_its_notebook(tmp_path):
+    """A worker's scores count for nothing: every score is computed again from the returned
+    notebook against the gradebook's cells and points, and clamped to them."""
+    import nbformat
+
+    from autograder.grading.rescore import checked_result
+
+    assignment = "01_covariate_shift"
+    course = release_course(tmp_path, assignment)
+    nb = nbformat.read(course / "release" / assignment / f"{assignment}.ipynb", as_version=4)
+    tests = [c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade") and c.cell_type == "code"
+             and not c.metadata["nbgrader"].get("solution")]
+    failed, too_much, partial = tests[0], tests[1], tests[2]
+    failed.outputs = [nbformat.v4.new_output("error", ename="CheckFailed", evalue="no", traceback=[])]
+    too_much.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "1e9"}, execution_count=1)]
+    partial.outputs = [nbformat.v4.new_output("execute_result", data={"text/plain": "0.5"}, execution_count=2)]
+    partial.outputs.append(nbformat.v4.new_output("display_data", data={"text/html": "<script>x</script>"}))
+    claimed = gradebook.NotebookGrades(late_submission_penalty=-5.0, comments={"fake": "<script>"},
+                                       grades={c.metadata.nbgrader.grade_id: (1000.0, False) for c in tests})
+    claimed.grades["not-a-cell"] = (50.0, False)
+    grades, files = checked_result(course, assignment, gradebook.StudentGrades(notebooks={assignment: claimed}),
+                                   {f"{assignment}.ipynb": nbformat.writes(nb).encode(), "timestamp.txt": b"t"})
+    with gradebook.open_gradebook(course) as gb:
+        points = {c.name: c.max_score for c in gb.find_notebook(assignment, assignment).grade_cells}
+    checked = grades.notebooks[assignment]
+    assert set(checked.grades) == set(points) and "fake" not in checked.comments
+    assert checked.grades[failed.metadata.nbgrader.grade_id] == (0.0, False)
+    assert checked.grades[too_much.metadata.nbgrader.grade_id] == (0.0, False), "nbgrader refuses more than the points"
+    assert checked.grades[partial.metadata.nbgrader.grade_id] == (0.5, False)
+    assert all(0 <= (score or 0) <= points[name] for name, (score, _) in checked.grades.items())
+    assert checked.late_submission_penalty == 0.0
+    kept = nbformat.reads(files[f"{assignment}.ipynb"].decode(), as_version=4)
+    assert "<script>" not in nbformat.writes(kept) and files["timestamp.txt"] == b"t"
+
+
+def test_the_grade_command_reaches_a_cluster_only_over_mutual_tls(tmp_path):
+    from autograder.grading.schedulers import InsecureCluster, cluster_security, make_scheduler
+
+    with pytest.raises(InsecureCluster, match="only tls://"):
+        make_scheduler("tcp://127.0.0.1:8786", 1, security=object())
+    with pytest.raises(InsecureCluster, match="certificates"):
+        make_scheduler("tls://127.0.0.1:8786", 1)
+    with pytest.raises(InsecureCluster, match="--tls-cert, --tls-key"):
+        cluster_security(str(tmp_path / "ca.pem"), None, None)
+    done = subprocess.run([sys.executable, "-m", "autograder.grade", "01_covariate_shift", "--course", str(tmp_path),
+                           "--scheduler", "tcp://127.0.0.1:8786"], capture_output=True, text=True, env=tool_env())
+    assert done.returncode != 0 and "Refusing to grade: a Dask cluster needs --tls-ca-file" in done.stderr, done.stderr

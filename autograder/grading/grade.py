@@ -1,6 +1,6 @@
 """Grade a whole class with nbgrader, safely and in parallel, on one machine or on a Dask cluster.
 
-    python -m autograder.grade 02_batch_norm [--workers N] [--course DIR] [--scheduler tcp://host:8786]
+    python -m autograder.grade 02_batch_norm [--workers N] [--course DIR] [--scheduler tls://host:8786 ...]
 
 runs ``nbgrader autograde`` over every submission in ``submitted/<student>/<assignment>/`` and
 survives submissions that hang, kill their kernel, swallow interrupts, call ``sys.exit``,
@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import os
 import re
+import secrets
 import shutil
 import sys
 import time
@@ -35,14 +36,16 @@ from pathlib import Path
 
 from autograder.grading import gradebook
 from autograder.grading.report import Outcome, inspect_submission, print_report
+from autograder.grading.rescore import checked_result
 from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available
-from autograder.grading.schedulers import make_scheduler
+from autograder.grading.schedulers import InsecureCluster, cluster_security, make_scheduler
 from autograder.grading.task import (
     BatchJob,
     BatchResult,
     Limits,
     WorkerRefused,
     grader_version,
+    is_authentic,
     read_files,
     tool_env,
     write_files,
@@ -73,7 +76,7 @@ def failure_reason(batch: BatchResult, limits: Limits) -> str:
     """Why a student graded alone got no grade, in words an instructor can act on."""
     log = batch.log
     if re.search(r"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", log):
-        return f"ran out of memory (limit {limits.memory_mb} MB per process)"
+        return f"ran out of memory (limit {limits.memory_mb} MB)"
     if "became unresponsive" in log or "UnresponsiveKernelError" in log or "Timeout waiting for IOPub" in log:
         return "the kernel ignored the interrupt after a cell timed out (an endless loop inside try/except?)"
     if re.search(r"DeadKernelError|Kernel died|kernel died", log):
@@ -88,11 +91,12 @@ def failure_reason(batch: BatchResult, limits: Limits) -> str:
 
 
 def grade_class(course: Path, assignment: str, workers: int, limits: Limits, batch_size: int = 8,
-                out=sys.stdout, scheduler: str = "local") -> list[Outcome]:
+                out=sys.stdout, scheduler: str = "local", security=None) -> list[Outcome]:
     """Grade every submission of ``assignment``; return one outcome per student.
 
     ``scheduler``: ``local`` (an embedded Dask cluster of ``workers`` threads), ``pool`` (a thread
-    pool) or the address of a Dask scheduler, whose workers then set the parallelism.
+    pool) or the ``tls://`` address of a Dask scheduler, whose workers then set the parallelism
+    (``security``: :func:`autograder.grading.schedulers.cluster_security`).
     """
     students = submitted_students(course, assignment)
     if not gradebook.has_assignment(course, assignment):
@@ -110,35 +114,38 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
     students_to_grade = [s for s in students if s not in too_large]
     shared = dict(release=read_files(release_dir(course, assignment)), config=(course / "nbgrader_config.py").read_text(),
                   template=gradebook.assignment_template(course, assignment), limits=limits,
-                  grader_version=grader_version())
-    outcomes: dict[str, Outcome] = {}
+                  grader_version=grader_version(), result_key=secrets.token_bytes(32))
+    merged: dict[str, str | None] = {}  # student -> None (graded) or why not
     expected = set(students)
+    maximum = gradebook.max_score(course, assignment)
     start = time.monotonic()
 
     def finish(student: str, graded, reason: str | None) -> None:
-        if student in outcomes or student not in expected:
+        """Merge one student's result at once (the report reads the gradebook at the end)."""
+        if student in merged or student not in expected:
             return  # merged already (Dask ran a batch twice), or no student of this class
+        score = None
         try:
-            if graded is not None:
-                grades, files = graded
+            if graded is not None:  # a worker's result: scrubbed and scored again here
+                grades, files = checked_result(course, assignment, *graded)
                 gradebook.merge(course, assignment, student, grades)  # first: files follow a grade
                 _save_autograded(course, assignment, student, files)
+                score = grades.total()
             else:
                 gradebook.register(course, student)
         except Exception as error:  # noqa: BLE001 - the database refused; the others are still graded
-            graded, reason = None, f"the grade could not be written to the gradebook ({type(error).__name__}: {error})"
-        try:
-            outcome = inspect_submission(course, assignment, student, reason, sandboxed=limits.sandboxed)
-        except Exception as error:  # noqa: BLE001 - a notebook the report cannot read must not stop the class
-            problem = f"the report could not inspect this submission ({type(error).__name__}); look at it"
-            outcome = Outcome(student, None, 0.0, reason or f"graded and merged, but {problem}", [], limits.sandboxed)
-        outcomes[student] = outcome
-        print(f"[{len(outcomes):>{len(str(len(students)))}}/{len(students)}] {outcome.line()} "
+            reason = f"the grade could not be written to the gradebook ({type(error).__name__}: {error})"
+        merged[student] = None if score is not None else (reason or "no grade")
+        line = Outcome(student, score, maximum, merged[student], [], limits.sandboxed).line()
+        print(f"[{len(merged):>{len(str(len(students)))}}/{len(students)}] {line} "
               f"({time.monotonic() - start:.0f} s)", file=out, flush=True)
 
+    try:
+        runner = make_scheduler(scheduler, workers, security)
+    except InsecureCluster as error:
+        raise SystemExit(f"Refusing to grade: {error}") from None
     for student in too_large:
         finish(student, None, f"the submission is larger than {MAX_SUBMISSION_BYTES >> 20} MB; not opened")
-    runner = make_scheduler(scheduler, workers)
     try:
         # Batches of at most batch_size, as even as possible, in a multiple of the worker count.
         rounds = max(1, -(-len(students_to_grade) // (runner.workers * batch_size)))
@@ -160,6 +167,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                 batch = pending.pop(future)
                 try:
                     result = future.result()
+                    if not is_authentic(shared["result_key"], result):  # not signed with this run's key
+                        result = BatchResult(batch, log="ERROR the grading task's result is not signed with this run's key")
                 except WorkerRefused as error:
                     raise SystemExit(f"Refusing to grade: {error}") from None
                 except Exception as error:  # noqa: BLE001 - a task Dask gave up on (workers lost, ...)
@@ -184,7 +193,17 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                         submit([student])
     finally:
         runner.close()
-    return [outcomes[s] for s in students]
+    return [_inspect(course, assignment, s, merged[s], maximum, limits) for s in students]
+
+
+def _inspect(course: Path, assignment: str, student: str, reason: str | None, maximum: float,
+             limits: Limits) -> Outcome:
+    """The report's view of one merged student; a notebook it cannot read stops nobody else's."""
+    try:
+        return inspect_submission(course, assignment, student, reason, sandboxed=limits.sandboxed)
+    except Exception as error:  # noqa: BLE001
+        problem = f"the report could not inspect this submission ({type(error).__name__}); look at it"
+        return Outcome(student, None, maximum, reason or f"graded and merged, but {problem}", [], limits.sandboxed)
 
 
 MAX_SUBMISSION_BYTES = 64 << 20
@@ -204,20 +223,31 @@ def main(argv: list[str] | None = None) -> int:
                         help="parallel nbgrader processes on this machine (a cluster's workers set their own)")
     parser.add_argument("--scheduler", default="local",
                         help="where batches run: 'local' (an embedded Dask cluster, the default), the address of "
-                             "a Dask scheduler (tcp://host:8786) whose workers grade, or 'pool' (a thread pool)")
+                             "a Dask scheduler (tls://host:8786, with the three --tls options) whose workers grade, "
+                             "or 'pool' (a thread pool)")
+    parser.add_argument("--tls-ca-file", help="the course's CA certificate (python -m autograder.grading.certs)")
+    parser.add_argument("--tls-cert", help="the grade command's certificate, signed by that CA")
+    parser.add_argument("--tls-key", help="its private key")
     parser.add_argument("--batch-size", type=int, default=8, help="submissions per nbgrader process")
     parser.add_argument("--timeout", type=float, default=Limits.seconds, help="seconds per submission")
     parser.add_argument("--cell-timeout", type=int, default=Limits.cell_timeout, help="seconds per cell")
     parser.add_argument("--memory-mb", type=int, default=Limits.memory_mb,
-                        help="address space per sandboxed process in MB; 0 for none (needed on GPU machines)")
+                        help="memory of each student's sandbox in MB (its memory cgroup, files included) and, "
+                             "without --gpu, each of its processes' address space; 0 for neither")
     parser.add_argument("--gpu", action="store_true", help="pass the NVIDIA devices into each student's sandbox")
     parser.add_argument("--unsafe-no-sandbox", action="store_true",
                         help="run student code WITHOUT the sandbox, with the grader's access to the course "
                              "and every gradebook row (only for submissions you trust)")
     args = parser.parse_args(argv)
     limits = Limits(args.timeout, args.memory_mb, args.cell_timeout, not args.unsafe_no_sandbox, args.gpu)
+    security = None
+    if args.scheduler not in ("local", "pool"):
+        try:
+            security = cluster_security(args.tls_ca_file, args.tls_cert, args.tls_key)
+        except InsecureCluster as error:
+            raise SystemExit(f"Refusing to grade: {error}") from None
     outcomes = grade_class(args.course.resolve(), args.assignment, args.workers, limits, args.batch_size,
-                           scheduler=args.scheduler)
+                           scheduler=args.scheduler, security=security)
     print_report(outcomes)
     return 1 if any(o.score is None for o in outcomes) else 0
 

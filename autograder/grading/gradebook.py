@@ -34,6 +34,11 @@ class StudentGrades:
     timestamp: object = None  # datetime or None
     notebooks: dict[str, NotebookGrades] = field(default_factory=dict)
 
+    def total(self) -> float:
+        """The automatic points, late penalties deducted (manual scores are the gradebook's)."""
+        return sum(sum(score or 0.0 for score, _ in nb.grades.values()) - (nb.late_submission_penalty or 0.0)
+                   for nb in self.notebooks.values())
+
 
 def course_settings(course: Path):
     """nbgrader's CourseDirectory as the course's ``nbgrader_config.py`` sets it up."""
@@ -84,6 +89,11 @@ def has_assignment(course: Path, assignment: str) -> bool:
         except MissingEntry:
             return False
     return True
+
+
+def max_score(course: Path, assignment: str) -> float:
+    with open_gradebook(course) as gb:
+        return gb.find_assignment(assignment).max_score
 
 
 def assignment_template(course: Path, assignment: str) -> bytes:

@@ -1,6 +1,10 @@
 """Where grading batches run: an embedded Dask cluster (the default), an existing Dask cluster
-(``--scheduler tcp://host:8786``) or a plain thread pool (``--scheduler pool``, the grade
+(``--scheduler tls://host:8786``) or a plain thread pool (``--scheduler pool``, the grade
 command's pool before Dask, kept for comparison and for machines without Dask).
+
+An existing cluster is reached only over mutual TLS (:mod:`autograder.grading.certs` makes the
+certificates): whoever can connect to a scheduler can run code on its workers and hand back
+results, so a plain ``tcp://`` address is refused.
 
 Each batch is a :func:`autograder.grading.task.grade_batch` call that waits on an ``nbgrader
 autograde`` subprocess, so one thread per batch is all a worker needs.  Dask runs a batch again
@@ -40,7 +44,7 @@ class PoolScheduler:
 class DaskScheduler:
     """Batches as Dask tasks, on an embedded ``LocalCluster`` or on the cluster at ``address``."""
 
-    def __init__(self, workers: int, address: str | None = None):
+    def __init__(self, workers: int, address: str | None = None, security=None):
         import dask
         from distributed import Client, LocalCluster
 
@@ -68,7 +72,7 @@ class DaskScheduler:
                                          worker_dashboard_address="127.0.0.1:0")
             self._client = Client(self._cluster, set_as_default=False)
         else:
-            self._client = Client(address, set_as_default=False, timeout="30s")
+            self._client = Client(address, set_as_default=False, timeout="30s", security=security)
         self.address = address
         self.workers = max(1, sum(self._client.nthreads().values())) if address else max(1, workers)
 
@@ -93,10 +97,30 @@ class DaskScheduler:
             self._cluster.close()
 
 
-def make_scheduler(spec: str, workers: int):
-    """``local`` (embedded Dask), ``pool`` (thread pool) or a Dask scheduler address."""
+class InsecureCluster(ValueError):
+    """A cluster address or credentials that would let others command the grading."""
+
+
+def cluster_security(ca_file: str | None, cert: str | None, key: str | None):
+    """The grade command's side of the cluster's mutual TLS: its certificate and the course's CA."""
+    from distributed.security import Security
+
+    missing = [flag for flag, value in (("--tls-ca-file", ca_file), ("--tls-cert", cert), ("--tls-key", key)) if not value]
+    if missing:
+        raise InsecureCluster(f"a Dask cluster needs {', '.join(missing)} (the course's CA and the client's "
+                              "certificate: python -m autograder.grading.certs DIR makes them)")
+    return Security(tls_ca_file=ca_file, tls_client_cert=cert, tls_client_key=key, require_encryption=True)
+
+
+def make_scheduler(spec: str, workers: int, security=None):
+    """``local`` (embedded Dask), ``pool`` (thread pool) or a ``tls://`` Dask scheduler address."""
     if spec == "pool":
         return PoolScheduler(workers)
     if spec == "local":
         return DaskScheduler(workers)
-    return DaskScheduler(workers, address=spec)
+    if not spec.startswith("tls://"):
+        raise InsecureCluster(f"refusing {spec}: only tls:// reaches a grading cluster (anyone who can reach a "
+                              "scheduler without TLS can run code on its workers and forge grades)")
+    if security is None:
+        raise InsecureCluster("a tls:// scheduler needs the course's certificates (--tls-ca-file, --tls-cert, --tls-key)")
+    return DaskScheduler(workers, address=spec, security=security)

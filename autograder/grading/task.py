@@ -11,8 +11,10 @@ autograded notebooks and the scores as plain data.  It writes nothing of the cou
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import os
+import resource
 import shutil
 import signal
 import socket
@@ -37,7 +39,7 @@ class Limits:
     """What one submission may use while it is graded."""
 
     seconds: float = 600.0  # wall clock for one submission, nbgrader's start-up included
-    memory_mb: int = 4096  # address space of each process in the student's sandbox
+    memory_mb: int = 4096  # the student's sandbox's memory (and, without gpu, each process's address space)
     cell_timeout: int = 120  # nbgrader's Execute.timeout
     sandboxed: bool = True  # False only with --unsafe-no-sandbox
     gpu: bool = False  # pass NVIDIA devices into the sandbox
@@ -56,6 +58,7 @@ class BatchJob:
     limits: Limits
     grader_version: str
     extensions: dict = field(default_factory=dict)  # student -> timedelta the instructor granted
+    result_key: bytes = b""  # this run's secret: the worker signs its result with it
 
     @property
     def students(self) -> list[str]:
@@ -71,6 +74,30 @@ class BatchResult:
     log: str = ""
     host: str = ""
     seconds: float = 0.0
+    mac: str = ""  # HMAC-SHA256 of result_digest() under the job's result_key
+
+
+def result_digest(result: BatchResult) -> bytes:
+    """The result's content as canonical bytes: names, scores, comments, the files' hashes, the log."""
+    graded = {}
+    for student, (grades, files) in sorted(result.graded.items()):
+        timestamp = grades.timestamp.isoformat() if hasattr(grades.timestamp, "isoformat") else repr(grades.timestamp)
+        notebooks = {name: [nb.late_submission_penalty, sorted(nb.grades.items()), sorted(nb.comments.items())]
+                     for name, nb in sorted(grades.notebooks.items())}
+        hashes = {name: hashlib.sha256(content).hexdigest() for name, content in sorted(files.items())}
+        graded[student] = [timestamp, notebooks, hashes]
+    content = [result.students, result.culprit, result.returncode, graded, result.log, result.host, result.seconds]
+    return json.dumps(content, sort_keys=True, default=repr).encode()
+
+
+def result_mac(key: bytes, result: BatchResult) -> str:
+    return hmac.new(key, result_digest(result), hashlib.sha256).hexdigest()
+
+
+def is_authentic(key: bytes, result: BatchResult) -> bool:
+    """Whether ``result`` was signed with this run's key (a worker got it with the job)."""
+    return isinstance(result, BatchResult) and isinstance(result.mac, str) and \
+        hmac.compare_digest(result.mac, result_mac(key, result))
 
 
 class WorkerRefused(RuntimeError):
@@ -179,6 +206,7 @@ def grade_batch(job: BatchJob) -> BatchResult:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(scratch, ignore_errors=True)
     result.seconds = time.monotonic() - started
+    result.mac = result_mac(job.result_key, result)
     return result
 
 
@@ -219,7 +247,7 @@ def _autograde(job: BatchJob, root: Path, release: Path, scratch: Path, result: 
                           f"--SandboxedExecute.scratch_dir={scratch}"]
     with open(root / "nbgrader.log", "wb") as log:
         process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=tool_env(),
-                                   start_new_session=True, preexec_fn=_parent_death_signal())
+                                   start_new_session=True, preexec_fn=_nbgrader_preexec(limits))
         try:
             result.culprit = _watch(process, root / STATUS_FILE, limits.seconds)
             result.returncode = process.wait()
@@ -228,6 +256,29 @@ def _autograde(job: BatchJob, root: Path, release: Path, scratch: Path, result: 
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
     result.log = (root / "nbgrader.log").read_text(errors="replace")[-200_000:]
+
+
+def nbgrader_memory_bytes(limits: Limits) -> int | None:
+    """The data limit of a batch's nbgrader process (its heap and private memory; not CUDA's
+    address-space reservations, which are not writable): enough for the checks' references, far
+    less than a student could make it keep.  None with --gpu (untested there) or --memory-mb 0."""
+    if limits.gpu or limits.memory_mb <= 0:
+        return None
+    return max(8192, 2 * limits.memory_mb) << 20
+
+
+def _nbgrader_preexec(limits: Limits):
+    """Before exec in the child: nbgrader's memory limit, and death with the thread that started it."""
+    die_with_parent = _parent_death_signal()
+    memory = nbgrader_memory_bytes(limits)
+
+    def preexec() -> None:
+        if memory is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (memory, memory))
+        if die_with_parent is not None:
+            die_with_parent()
+
+    return preexec
 
 
 def _parent_death_signal():

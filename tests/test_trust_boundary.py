@@ -188,6 +188,139 @@ def test_everything_started_in_the_sandbox_ends_with_it():
     assert left.strip() == ""
 
 
+def run_filter(program: bytes, nr: int, arch: int, args: tuple = ()) -> int:
+    """What the kernel would return for this syscall: a classic-BPF interpreter for the few
+    instructions :mod:`autograder.grading.seccomp` emits."""
+    import struct
+
+    data = struct.pack("<iIQ6Q", nr, arch, 0, *(list(args) + [0] * 6)[:6])
+    code = [struct.unpack_from("=HBBI", program, i) for i in range(0, len(program), 8)]
+    pc, a = 0, 0
+    while True:
+        op, jt, jf, k = code[pc]
+        if op == 0x06:
+            return k
+        if op == 0x20:
+            a, pc = struct.unpack_from("<I", data, k)[0], pc + 1
+            continue
+        holds = {0x15: a == k, 0x35: a >= k, 0x45: a & k != 0}[op]
+        pc += 1 + (jt if holds else jf)
+
+
+@pytest.mark.parametrize("machine", ["x86_64", "aarch64"])
+def test_the_seccomp_filter_decides_as_documented(machine):
+    from autograder.grading import seccomp
+
+    program, (arch, column) = seccomp.program(machine), seccomp.ARCHES[machine]
+    nr = {name: numbers[column] for name, numbers in seccomp.DENIED.items()}
+    allow, eperm, enosys = seccomp.ALLOW, seccomp.errno_(1), seccomp.errno_(38)
+    assert run_filter(program, 63, arch) == allow  # read on aarch64, uname on x86_64
+    assert run_filter(program, 63, 0x40000003) == seccomp.KILL_PROCESS  # i386's int 0x80
+    for name, number in nr.items():
+        if number is not None:
+            assert run_filter(program, number, arch) == eperm, name
+    assert run_filter(program, seccomp.CLONE3[column], arch) == enosys
+    clone = seccomp.CLONE[column]
+    assert run_filter(program, clone, arch, (0x01200011,)) == allow  # fork: CLONE_CHILD_SETTID|CLEARTID|SIGCHLD
+    assert run_filter(program, clone, arch, (0x003D0F00,)) == allow  # pthread_create's flags
+    assert run_filter(program, clone, arch, (0x10000000 | 17,)) == eperm  # CLONE_NEWUSER
+    assert run_filter(program, clone, arch, (0x00020000,)) == eperm  # CLONE_NEWNS
+    ioctl = seccomp.IOCTL[column]
+    assert run_filter(program, ioctl, arch, (0, 0x5401)) == allow  # TCGETS
+    assert run_filter(program, ioctl, arch, (0, 0x5412)) == eperm  # TIOCSTI
+    assert run_filter(program, ioctl, arch, (0, 0xFFFFFFFF00005412)) == eperm  # the high half is ignored
+    assert run_filter(program, ioctl, arch, (0, 0x541C)) == eperm  # TIOCLINUX
+    if machine == "x86_64":
+        assert run_filter(program, 0x40000000 | nr["unshare"], arch) == enosys  # x32
+    assert seccomp.program("riscv64") is None  # no table: the sandbox goes without (hardening() says so)
+
+
+DENIED_PROBE = r"""
+import ctypes, errno, json, os, sys
+from autograder.grading.seccomp import ARCHES, CLONE3, DENIED
+column = ARCHES[os.uname().machine][1]
+libc = ctypes.CDLL(None, use_errno=True)
+def error(result):
+    return errno.errorcode.get(ctypes.get_errno(), "?") if result == -1 else "succeeded"
+found = {
+    "unshare user": error(libc.unshare(0x10000000)),
+    "unshare net": error(libc.unshare(0x40000000)),
+    "ptrace": error(libc.ptrace(0, 0, None, None)),  # PTRACE_TRACEME
+    "mount": error(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)),
+    "keyctl": error(libc.syscall(DENIED["keyctl"][column], 0, -3, 0)),  # the session keyring's id
+    "clone3": error(libc.syscall(CLONE3[column], None, 0)),
+}
+primary, secondary = os.openpty()
+found["TIOCSTI"] = error(libc.ioctl(secondary, 0x5412, b"x"))
+found["TIOCGWINSZ"] = error(libc.ioctl(secondary, 0x5413, ctypes.create_string_buffer(8)))
+status = dict(line.split(":", 1) for line in open("/proc/self/status"))
+found["Seccomp"], found["NoNewPrivs"] = status["Seccomp"].strip(), status["NoNewPrivs"].strip()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(sandbox.seccomp.program() is None, reason="no seccomp table for this machine")
+def test_the_sandbox_denies_namespaces_ptrace_mounts_and_keys(tmp_path):
+    import json
+    import shutil
+
+    done = run_sandboxed(DENIED_PROBE)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found == {"unshare user": "EPERM", "unshare net": "EPERM", "ptrace": "EPERM", "mount": "EPERM",
+                     "keyctl": "EPERM", "clone3": "ENOSYS", "TIOCSTI": "EPERM", "TIOCGWINSZ": "succeeded",
+                     "Seccomp": "2", "NoNewPrivs": "1"}
+    if sandbox._disables_userns(shutil.which("bwrap")):  # bwrap 0.8 or later
+        assert "--disable-userns" in sandbox.Sandbox().command(["python"], tmp_path, tmp_path)
+
+
+ORDINARY_WORK = r"""
+import multiprocessing, subprocess, sys, threading
+import numpy, torch
+assert float(torch.nn.functional.relu(torch.arange(-2.0, 3.0)).sum()) == 3.0
+assert numpy.arange(4).sum() == 6
+results = []
+threads = [threading.Thread(target=lambda: results.append(torch.ones(2).sum().item())) for _ in range(4)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+assert results == [2.0] * 4
+subprocess.run(["/bin/true"], check=True)
+assert subprocess.run([sys.executable, "-c", "print(6 * 7)"], capture_output=True, text=True).stdout == "42\n"
+with multiprocessing.get_context("fork").Pool(2) as pool:
+    assert pool.map(abs, [-1, -2, 3]) == [1, 2, 3]
+print("ordinary work done")
+"""
+
+
+def test_ordinary_work_runs_under_the_filter():
+    done = run_sandboxed(ORDINARY_WORK)
+    assert "ordinary work done" in done.stdout, done.stderr
+
+
+def test_a_gpu_sandbox_keeps_its_memory_cgroup_and_loses_only_the_address_space_limit():
+    code = "import resource\nprint(resource.getrlimit(resource.RLIMIT_AS) == (-1, -1))"
+    done = run_sandboxed(code, gpu=True, memory_mb=384)
+    assert done.stdout.strip() == "True", done.stderr  # CUDA reserves far more address space than it uses
+    if sandbox._controller_root("memory") is not None:
+        files = ("chunk = b'x' * (100 << 20)\nfor i in range(6):\n    open(f'/tmp/f{i}', 'wb').write(chunk)\n"
+                 "print('written')")
+        done = run_sandboxed(files, gpu=True, memory_mb=384)
+        assert "written" not in done.stdout  # the memory cgroup still caps its tmpfs files
+
+
+@pytest.mark.skipif(sandbox._controller_root("cpu") is None, reason="this machine lets the grader make no cpu cgroup")
+def test_each_sandbox_gets_a_cpu_cgroup_of_its_own():
+    limit = sandbox.Sandbox().limit()
+    try:
+        cpu = [c for c in limit.cgroups if (c / "cpu.weight").exists() or (c / "cpu.shares").exists()]
+        assert len(cpu) == 1
+        placed = subprocess.run(["cat", "/proc/self/cgroup"], capture_output=True, text=True, preexec_fn=limit.preexec)
+        assert any(line.endswith(":/" + cpu[0].name) for line in placed.stdout.splitlines()), placed.stdout
+    finally:
+        limit.close()
+    assert not cpu[0].exists()
+
+
 # --- the source scan ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("line, route", [

@@ -8,17 +8,34 @@ gradebook, ``nbgrader_config.py``, other submissions, logs) is not in its file s
 It dies with its parent (``--die-with-parent``); everything it started dies with it, because its
 PID namespace ends when the sandbox's first process does.
 
+The kernel behind the sandbox is narrowed too: a seccomp filter (:mod:`autograder.grading.seccomp`)
+denies new namespaces, mounts, ``ptrace``, ``bpf``, the key store and the like, and where
+bubblewrap can (0.8 or later) ``--disable-userns`` forbids nested user namespaces as well.
+
 Limits (``setrlimit``, inherited by everything inside): address space per process, CPU seconds,
 file size and open files.  Where the machine lets the grader create cgroups, a ``pids`` cgroup
-caps processes and threads and a ``memory`` cgroup caps the sandbox's memory together with the
-files it writes (its ``/tmp`` and its scratch folder are tmpfs); elsewhere ``RLIMIT_NPROC`` caps
-processes (Linux enforces it only for a grader that is not root) and files are capped one by one.
+caps processes and threads, a ``memory`` cgroup caps the sandbox's memory together with the
+files it writes (its ``/tmp`` and its scratch folder are tmpfs), and a ``cpu`` cgroup of its own
+makes the scheduler share the CPU between sandboxes (and the grader), not between their threads;
+elsewhere ``RLIMIT_NPROC`` caps processes (Linux enforces it only for a grader that is not root)
+and files are capped one by one.
+
+With ``gpu`` the sandbox also gets the NVIDIA device nodes and a read-only ``/sys`` (CUDA reads
+the devices' topology there), and no address-space limit (CUDA reserves far more address space
+than it uses); the memory cgroup still caps its host memory and files.  What it shares: the GPU
+itself, with every other sandbox and the machine; its memory (one sandbox can fill it and
+make the others' allocations fail) and its compute time (no share per sandbox); the driver's
+large ``ioctl`` interface, which the seccomp filter cannot narrow; and whatever the driver lets
+one process see of another's GPU memory: no isolation beyond the driver's own (no MIG or MPS
+partition is set up here).
 
 ``Sandbox.command(argv)`` wraps a command line; ``check_available()`` says why a machine cannot
-sandbox (no ``bwrap``, or user namespaces switched off as in some containers).
+sandbox (no ``bwrap``, or user namespaces switched off as in some containers); ``hardening()``
+says which of the hardening above this machine gives.
 """
 from __future__ import annotations
 
+import functools
 import os
 import resource
 import shutil
@@ -31,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import autograder
+from autograder.grading import seccomp
 
 PACKAGE_DIR = Path(autograder.__file__).resolve().parent
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -43,6 +61,17 @@ HOW_TO_ENABLE = (
     "--security-opt seccomp=unconfined, in Kubernetes allow them in the pod's security context)."
 )
 
+# bwrap reads its seccomp filter from a file descriptor.  This launcher, the command's first
+# process, writes the compiled filter to a memfd and execs bwrap with it: whoever starts the
+# command (jupyter_client's Popen, subprocess.run) needs to pass no descriptor, and no file with
+# the filter lies anywhere.  It runs outside the sandbox, isolated from the environment (-I -S).
+LAUNCHER = ("import os, sys\n"
+            "fd = os.memfd_create('normlayers-seccomp', 0)\n"
+            "os.write(fd, bytes.fromhex(sys.argv[1]))\n"
+            "os.lseek(fd, 0, os.SEEK_SET)\n"
+            "os.set_inheritable(fd, True)\n"
+            "os.execv(sys.argv[2], [sys.argv[2], '--seccomp', str(fd)] + sys.argv[3:])\n")
+
 
 class SandboxUnavailable(RuntimeError):
     """This machine cannot run student code in a sandbox; the message says why and how to fix it."""
@@ -52,7 +81,7 @@ class SandboxUnavailable(RuntimeError):
 class Sandbox:
     """How one student's processes are confined."""
 
-    memory_mb: int = 4096  # address space per process; 0: none (CUDA needs 0)
+    memory_mb: int = 4096  # the sandbox's memory cgroup and (not with gpu) each process's address space; 0: neither
     cpu_seconds: int = 1200  # CPU time of the whole kernel
     file_mb: int = 256  # largest file a student process may write
     processes: int = 256  # processes and threads the sandbox may hold at once
@@ -67,6 +96,8 @@ class Sandbox:
         venv, base = Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve()
         cmd = [bwrap, "--unshare-all", "--unshare-user", "--uid", "65534", "--gid", "65534",
                "--cap-drop", "ALL", "--die-with-parent", "--new-session"]
+        if _disables_userns(bwrap):
+            cmd.append("--disable-userns")
         for path in SYSTEM_DIRS:
             cmd += ["--ro-bind", path, path]
         for path in LINKED_DIRS:
@@ -95,7 +126,11 @@ class Sandbox:
         }
         for key, value in env.items():
             cmd += ["--setenv", key, value]
-        return cmd + ["--", *argv]
+        cmd += ["--", *argv]
+        program = seccomp.program()
+        if program is None:  # no syscall table for this machine: see hardening()
+            return cmd
+        return [sys.executable, "-I", "-S", "-c", LAUNCHER, program.hex(), *cmd]
 
     def limit(self) -> "ProcessLimit":
         return ProcessLimit(self)
@@ -106,22 +141,30 @@ class ProcessLimit:
     ``close`` kills what is left and removes the cgroups once the sandbox has ended.
 
     Where the grader may create cgroups (root, or a delegated hierarchy), the sandbox gets a
-    ``pids`` cgroup (processes and threads) and a ``memory`` cgroup of ``memory_mb``: that one
+    ``pids`` cgroup (processes and threads), a ``memory`` cgroup of ``memory_mb``: that one
     also counts what the sandbox writes to a tmpfs, its ``/tmp`` and its scratch folder (see
-    :func:`scratch_root`), so neither memory nor files can exhaust the machine.
+    :func:`scratch_root`), so neither memory nor files can exhaust the machine; and a ``cpu``
+    cgroup of the default weight, so that a sandbox with many threads gets no more CPU than one
+    with a single thread.  On cgroup v2 these are one cgroup (a process is in one cgroup there).
     """
 
     def __init__(self, sandbox: Sandbox) -> None:
         self.sandbox = sandbox
-        limits = {"pids": {"pids.max": str(sandbox.processes)}}
+        limits = {"pids": {"pids.max": str(sandbox.processes)},
+                  "cpu": {"cpu.weight": "100", "cpu.shares": "1024"}}  # v2's and v1's default weight
         if sandbox.memory_mb > 0:
             size = str(sandbox.memory_mb << 20)
             limits["memory"] = {"memory.limit_in_bytes": size, "memory.max": size}
-        self.cgroups = [c for c in (_make_cgroup(controller, files) for controller, files in limits.items()) if c]
+        by_root: dict[Path, dict[str, str]] = {}
+        for controller, files in limits.items():
+            root = _controller_root(controller)
+            if root is not None:
+                by_root.setdefault(root.resolve(), {}).update(files)
+        self.cgroups = [c for c in (_make_cgroup(root, files) for root, files in by_root.items()) if c]
 
     def preexec(self) -> None:
         s = self.sandbox
-        if s.memory_mb > 0:
+        if s.memory_mb > 0 and not s.gpu:  # CUDA reserves address space far beyond what it uses
             resource.setrlimit(resource.RLIMIT_AS, (s.memory_mb << 20, s.memory_mb << 20))
         resource.setrlimit(resource.RLIMIT_CPU, (s.cpu_seconds, s.cpu_seconds + 5))
         resource.setrlimit(resource.RLIMIT_FSIZE, (s.file_mb << 20, s.file_mb << 20))
@@ -175,10 +218,9 @@ def _controller_root(controller: str) -> Path | None:
     return None
 
 
-def _make_cgroup(controller: str, files: dict[str, str]) -> Path | None:
-    root = _controller_root(controller)
-    if root is None:
-        return None
+def _make_cgroup(root: Path, files: dict[str, str]) -> Path | None:
+    """A new cgroup under ``root`` with those of ``files`` that exist there written; ``None``
+    where it cannot be made or none could be written."""
     path = root / f"normlayers-grade-{uuid.uuid4().hex[:12]}"
     try:
         path.mkdir()
@@ -209,6 +251,36 @@ def scratch_root() -> str | None:
     if os.access(shm, os.W_OK) and stats.f_bavail * stats.f_frsize > 2 << 30:
         return str(shm)
     return None
+
+
+@functools.lru_cache(maxsize=None)
+def _disables_userns(bwrap: str) -> bool:
+    """Whether this bwrap (0.8 or later) can forbid nested user namespaces on this machine: it
+    needs one nested namespace of its own for that.  Where not, the seccomp filter still denies
+    ``unshare`` and ``clone`` with new namespaces."""
+    try:
+        done = subprocess.run([bwrap, "--unshare-user", "--disable-userns", "--assert-userns-disabled",
+                               "--ro-bind", "/", "/", "--", "true"], capture_output=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def hardening() -> list[str]:
+    """What this machine's sandboxes have beyond namespaces and rlimits, one line each (for a log)."""
+    program, bwrap = seccomp.program(), shutil.which("bwrap")
+    if program is None:
+        lines = [f"no seccomp filter: no syscall table for {os.uname().machine} (only x86_64 and aarch64)"]
+    else:
+        lines = [f"seccomp filter: {len(program) // 8} instructions"]
+    if bwrap and _disables_userns(bwrap):
+        lines.append("nested user namespaces: disabled (bwrap --disable-userns)")
+    else:
+        lines.append("nested user namespaces: not disabled by bwrap (older than 0.8?)"
+                     + (", denied by the seccomp filter" if program else ""))
+    for controller in ("pids", "memory", "cpu"):
+        lines.append(f"{controller} cgroup: " + ("per sandbox" if _controller_root(controller) else "unavailable"))
+    return lines
 
 
 _CHECKED: str | None = None

@@ -5,6 +5,10 @@ copy of the assignment (test cells edited, deleted or with changed nbgrader meta
 restores them before grading) and the autograded notebook is searched for the grader's own
 verdicts: tampering caught by the clean re-check or in the kernel, and torch's own normalization
 used where the student was to write it.
+
+Everything a student controls (source lines, file and notebook names, student ids, what their
+notebooks hold) reaches the instructor's terminal through :func:`printable`, so that no escape
+sequence, bidi override or undecodable byte of theirs is printed as such.
 """
 from __future__ import annotations
 
@@ -21,6 +25,33 @@ TAMPERING_MARKERS = ("The notebook has replaced",)
 FORBIDDEN_MARKER = "This part earns no points"
 UNCHECKABLE_MARKER = "StudentCodeFailed"
 UNSANDBOXED = "[UNSANDBOXED]"
+SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def printable(text) -> str:
+    """``text`` as it is safe to print on a terminal: control and format characters (escape
+    sequences, newlines, tabs, DEL, C1 controls, bidi overrides) and the bytes of a file name
+    that were not UTF-8 (os.fsdecode's surrogates) are shown as escapes such as ``\\x1b``."""
+    text = str(text)
+    return text if text.isprintable() else "".join(c if c.isprintable() else _escape(c) for c in text)
+
+
+def _escape(char: str) -> str:
+    if char in SHORT_ESCAPES:
+        return SHORT_ESCAPES[char]
+    code = ord(char)
+    if 0xDC80 <= code <= 0xDCFF:  # os.fsdecode's stand-in for an undecodable byte: show the byte
+        code -= 0xDC00
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def _is_text(name: str) -> bool:
+    """Whether a file name is text (not bytes os.fsdecode could not decode), as the gradebook needs."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @dataclass
@@ -39,9 +70,9 @@ class Outcome:
     def line(self) -> str:
         label = "" if self.sandboxed else f"{UNSANDBOXED} "
         if self.score is None:
-            return f"{label}{self.student}: NOT GRADED: {self.reason}"
+            return f"{label}{printable(self.student)}: NOT GRADED: {printable(self.reason)}"
         flag = "  (needs attention)" if self.notes else ""
-        return f"{label}{self.student}: {self.score:g}/{self.max_score:g}{flag}"
+        return f"{label}{printable(self.student)}: {self.score:g}/{self.max_score:g}{flag}"
 
 
 def _gradebook(course: Path):
@@ -62,11 +93,13 @@ def _compare_with_release(notebook: Path, gb, assignment: str) -> list[str]:
     try:
         nb = nbformat.read(notebook, as_version=4)
     except Exception as error:  # noqa: BLE001
-        return [f"{notebook.name} is not a readable notebook ({type(error).__name__})"]
+        return [f"{printable(notebook.name)} is not a readable notebook ({type(error).__name__})"]
+    if not _is_text(notebook.name):
+        return [f"{printable(notebook.name)} is not part of the assignment (its name is not UTF-8)"]
     try:
         master = gb.find_notebook(notebook.stem, assignment)
     except MissingEntry:
-        return [f"{notebook.name} is not part of the assignment"]
+        return [f"{printable(notebook.name)} is not part of the assignment"]
     cells = {_nbgrader_meta(c).get("grade_id"): c for c in nb.cells if _nbgrader_meta(c).get("grade_id")}
     for grade_cell in master.grade_cells:
         if grade_cell.cell_type != "code" or not grade_cell.max_score:
@@ -98,6 +131,8 @@ def _given_sources(gb, assignment: str, notebook: str) -> set[str] | None:
     released), from the gradebook: what the student did not write, whatever the metadata says."""
     from nbgrader.api import MissingEntry
 
+    if not _is_text(notebook):
+        return None
     try:
         cells = gb.find_notebook(notebook, assignment).source_cells
     except MissingEntry:
@@ -120,19 +155,24 @@ def _extra_files(folder: Path, notebooks: set[str]) -> list[str]:
         if path.suffix == ".ipynb" and path.stem in notebooks and len(name.parts) == 1:
             continue
         kind = "a link" if path.is_symlink() else "a file"
-        extra.append(f"needs review: {kind} in the submission besides the notebook: {name} (not given to the kernel)")
+        extra.append(f"needs review: {kind} in the submission besides the notebook: {printable(name)} "
+                     "(not given to the kernel)")
     return extra
 
 
 def _verdicts(autograded: Path) -> list[str]:
     notes = []
     for path in sorted(autograded.glob("*.ipynb")):
-        nb = nbformat.read(path, as_version=4)
+        try:
+            nb = nbformat.read(path, as_version=4)
+        except Exception as error:  # noqa: BLE001 - the other notebooks' verdicts still count
+            notes.append(f"the autograded {printable(path.name)} is not readable ({type(error).__name__}); look at it")
+            continue
         for cell in nb.cells:
             meta = _nbgrader_meta(cell)
             if cell.get("cell_type") != "code" or not meta.get("grade") or meta.get("solution"):
                 continue  # only test cells carry the grader's verdicts; other outputs are the student's
-            grade_id = meta.get("grade_id", "?")
+            grade_id = printable(meta.get("grade_id", "?"))
             text = "\n".join(
                 str(o.get("evalue", "")) + str(o.get("ename", "")) for o in cell.get("outputs", []) if o.get("output_type") == "error"
             )
@@ -158,7 +198,8 @@ def inspect_submission(course: Path, assignment: str, student: str, reason: str 
         for notebook in sorted(folder.glob("*.ipynb")):
             if notebook.is_file() and not notebook.is_symlink() and notebook.stat().st_size < 64 << 20:
                 notes += _compare_with_release(notebook, gb, assignment)
-                notes += [f"needs review: {f.describe()}" for f in scan_notebook(notebook, _given_sources(gb, assignment, notebook.stem))]
+                given = _given_sources(gb, assignment, notebook.stem)
+                notes += [f"needs review: {printable(f.describe())}" for f in scan_notebook(notebook, given)]
         notes += _extra_files(folder, notebooks)
         if reason is not None:
             return Outcome(student, None, maximum, reason, notes, sandboxed)
@@ -171,20 +212,31 @@ def inspect_submission(course: Path, assignment: str, student: str, reason: str 
 
 
 def print_report(outcomes: list[Outcome], out=sys.stdout) -> None:
+    """The class's report: every line on its own, so that one the stream refuses loses no other."""
     if any(not o.sandboxed for o in outcomes):
-        print(f"\n{UNSANDBOXED} These submissions ran WITHOUT the sandbox (--unsafe-no-sandbox): their code "
-              "could read and change the course, its gradebook and other submissions.", file=out)
+        _say(f"\n{UNSANDBOXED} These submissions ran WITHOUT the sandbox (--unsafe-no-sandbox): their code "
+             "could read and change the course, its gradebook and other submissions.", out)
     graded = [o for o in outcomes if o.score is not None]
-    print(f"\nGraded {len(graded)} of {len(outcomes)} submissions.", file=out)
+    _say(f"\nGraded {len(graded)} of {len(outcomes)} submissions.", out)
     if graded:
         mean = sum(o.score for o in graded) / len(graded)
-        print(f"Mean score {mean:.2f} of {graded[0].max_score:g}.", file=out)
+        _say(f"Mean score {mean:.2f} of {graded[0].max_score:g}.", out)
     attention = [o for o in outcomes if o.needs_attention]
     if not attention:
-        print("No submission needs attention.", file=out)
+        _say("No submission needs attention.", out)
         return
-    print(f"\n{len(attention)} submission(s) need attention:", file=out)
+    _say(f"\n{len(attention)} submission(s) need attention:", out)
     for o in attention:
-        print(f"  {o.line()}", file=out)
+        _say(f"  {o.line()}", out)
         for note in o.notes:
-            print(f"      - {note}", file=out)
+            _say(f"      - {printable(note)}", out)
+
+
+def _say(line: str, out) -> None:
+    """Print one line of the report; one the stream cannot encode is printed in ASCII, with escapes."""
+    for text in (line, line.encode("ascii", "backslashreplace").decode("ascii")):
+        try:
+            print(text, file=out)
+            return
+        except Exception:  # noqa: BLE001 - this line is lost, the ones after it are not
+            continue

@@ -20,6 +20,7 @@ import torch.nn.functional as F
 from autograder import forbidden, integrity
 from autograder.backward_formulas import Axes, input_gradient, normalized
 from autograder.devices import devices_for
+from autograder.seeding import generator
 from autograder.inputs import channel_input, random_tensor, sample_input
 from autograder.messages import fail, shape_str
 from autograder.numerics import closest_explanation, discrepancy
@@ -66,7 +67,7 @@ class Case:
         """x, γ, β and the upstream gradient g, in the case's dtype on ``device``."""
         weight = random_tensor(self.param_shape, self.seed + 1, 0.5, 1.5)
         bias = random_tensor(self.param_shape, self.seed + 2, -0.5, 0.5)
-        g = torch.randn(self.x.shape, generator=torch.Generator().manual_seed(self.seed + 3), dtype=F64)
+        g = torch.randn(self.x.shape, generator=generator(self.seed + 3), dtype=F64)
         x = self.x
         if self.channels_last:
             x = x.contiguous(memory_format=torch.channels_last)

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import torch
 
+from autograder.seeding import generator
+
 
 def channel_input(
     shape: tuple[int, ...],
@@ -17,7 +19,7 @@ def channel_input(
     channel_dim: int = 1,
 ) -> torch.Tensor:
     """A float64 tensor whose channel ``c`` has mean ≈ ``mean + c`` and std ≈ ``std·(1 + c/2)``."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     x = torch.randn(shape, generator=g, dtype=torch.float64)
     channels = shape[channel_dim] if len(shape) > channel_dim else 1
     view = [1] * len(shape)
@@ -29,7 +31,7 @@ def channel_input(
 
 def random_tensor(shape: tuple[int, ...], seed: int, low: float, high: float) -> torch.Tensor:
     """Uniform values in [low, high), float64, reproducible."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     return low + (high - low) * torch.rand(shape, generator=g, dtype=torch.float64)
 
 
@@ -37,7 +39,7 @@ def sample_input(shape: tuple[int, ...], seed: int, mean: float = 0.0, std: floa
     """A float64 tensor whose sample ``n`` (dim 0) has mean ≈ ``mean + n`` and std ≈ ``std·(1 + n/2)``,
     and whose last dimension drifts by ``std/2`` per index, so that statistics over the wrong
     dimensions (the batch, only the last dim, or one dim too many) give different answers."""
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     x = torch.randn(shape, generator=g, dtype=torch.float64)
     n = torch.arange(shape[0], dtype=torch.float64).reshape([-1] + [1] * (len(shape) - 1))
     drift = torch.arange(shape[-1], dtype=torch.float64) * (std / 2) if len(shape) > 1 else 0.0

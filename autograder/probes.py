@@ -17,6 +17,7 @@ import torch
 from torch import nn
 
 from autograder.messages import fail
+from autograder.seeding import generator
 from autograder.wire import RemoteError
 
 
@@ -57,7 +58,7 @@ def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = Fal
     Linear's output): a tool that keeps that tensor (a pre-hook on "relu") without copying it
     sees it change afterwards.
     """
-    g = torch.Generator().manual_seed(seed)
+    g = generator(seed)
     layers: list[tuple[str, nn.Module]] = [("spy", GradModeSpy())]
     for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
         linear = nn.Linear(w_in, w_out)

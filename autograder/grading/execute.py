@@ -7,7 +7,8 @@ For every notebook it grades, :class:`SandboxedExecute`
    the kernel in the sandbox there (:mod:`autograder.grading.kernel`);
 2. runs the student's cells (and the locked set-up cells) in that kernel, as nbgrader would;
 3. runs each test cell whose source is the gradebook's, hidden tests included, in this process
-   (:mod:`autograder.grading.testcell`): it asks the kernel to serve the student's objects on a
+   (:mod:`autograder.grading.testcell`), with every input drawn from the course's secret
+   (:mod:`autograder.grading.course_secret`): it asks the kernel to serve the student's objects on a
    Unix socket in the scratch folder (:func:`autograder.sandbox.agent.serve`), drives them from
    here, and writes the cell's outputs (a printed line, or the check's message) itself;
 4. shuts the kernel down (the sandbox and everything in it end) and deletes the scratch folder.
@@ -42,7 +43,8 @@ from nbgrader.api import Gradebook, MissingEntry
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
-from autograder.grading import testcell
+from autograder import seeding
+from autograder.grading import course_secret, testcell
 from autograder.grading.kernel import SandboxedKernelManager
 from autograder.grading.sandbox import Sandbox, check_available, scratch_root
 from autograder.side import RemoteSide
@@ -133,10 +135,17 @@ class SandboxedExecute(Execute):
                 check_available(self._sandbox())
             self._workdir = workdir
             resources.setdefault("metadata", {})["path"] = str(workdir)
-            return super().preprocess(nb, resources)  # nbclient owns the kernel: it shuts it down
+            with seeding.course_secret(self.course_secret()):  # every input drawn from it, hidden ones too
+                return super().preprocess(nb, resources)  # nbclient owns the kernel: it shuts it down
         finally:
             resources.setdefault("metadata", {})["path"] = str(path)
             shutil.rmtree(self._scratch, ignore_errors=True)
+
+    def course_secret(self) -> bytes:
+        """The course's secret, from the course directory (made there the first time)."""
+        from nbgrader.coursedir import CourseDirectory
+
+        return course_secret.read_or_create(Path(CourseDirectory(config=self.config).root))
 
     def _fill_workdir(self, path: Path, workdir: Path, resources) -> None:
         """The graded notebook as submitted and the release's data files, nothing else: a helper

@@ -34,8 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.grading import gradebook
-from autograder.grading.report import Outcome, inspect_submission, print_report
+from autograder.grading import course_secret, gradebook
+from autograder.grading.report import Outcome, inspect_submission, print_report, printable
 from autograder.grading.rescore import checked_result
 from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available
 from autograder.grading.schedulers import InsecureCluster, cluster_security, make_scheduler
@@ -114,7 +114,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
     students_to_grade = [s for s in students if s not in too_large]
     shared = dict(release=read_files(release_dir(course, assignment)), config=(course / "nbgrader_config.py").read_text(),
                   template=gradebook.assignment_template(course, assignment), limits=limits,
-                  grader_version=grader_version(), result_key=secrets.token_bytes(32))
+                  grader_version=grader_version(), result_key=secrets.token_bytes(32),
+                  input_secret=course_secret.read_or_create(course))
     merged: dict[str, str | None] = {}  # student -> None (graded) or why not
     expected = set(students)
     maximum = gradebook.max_score(course, assignment)
@@ -170,7 +171,7 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                     if not is_authentic(shared["result_key"], result):  # not signed with this run's key
                         result = BatchResult(batch, log="ERROR the grading task's result is not signed with this run's key")
                 except WorkerRefused as error:
-                    raise SystemExit(f"Refusing to grade: {error}") from None
+                    raise SystemExit(f"Refusing to grade: {printable(str(error))}") from None
                 except Exception as error:  # noqa: BLE001 - a task Dask gave up on (workers lost, ...)
                     result = BatchResult(batch, log=f"ERROR the grading task failed: {type(error).__name__}: {error}")
                 if sorted(result.students) != sorted(batch):  # not this batch's result: trust none of it
@@ -193,7 +194,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                         submit([student])
     finally:
         runner.close()
-    return [_inspect(course, assignment, s, merged[s], maximum, limits) for s in students]
+    return [Outcome(s, None, maximum, merged[s], [], limits.sandboxed) if s in too_large
+            else _inspect(course, assignment, s, merged[s], maximum, limits) for s in students]
 
 
 def _inspect(course: Path, assignment: str, student: str, reason: str | None, maximum: float,

@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from autograder.grading import course_secret
 from autograder.grading.execute import STATUS_FILE
 from autograder.grading.gradebook import StudentGrades, grant_extensions, read_grades
 from autograder.grading.report import NBGRADER_FILES
@@ -59,6 +60,7 @@ class BatchJob:
     grader_version: str
     extensions: dict = field(default_factory=dict)  # student -> timedelta the instructor granted
     result_key: bytes = b""  # this run's secret: the worker signs its result with it
+    input_secret: bytes = b""  # the course's secret: every check's inputs are drawn from it
 
     @property
     def students(self) -> list[str]:
@@ -184,6 +186,8 @@ def grade_batch(job: BatchJob) -> BatchResult:
     try:
         (root / "nbgrader_config.py").write_text(job.config)
         (root / "gradebook.db").write_bytes(job.template)
+        if job.input_secret:
+            course_secret.write(root, job.input_secret)
         if job.extensions:
             grant_extensions(f"sqlite:///{root / 'gradebook.db'}", job.assignment, job.extensions)
         release = root / "release" / job.assignment

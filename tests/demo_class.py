@@ -259,6 +259,9 @@ HOSTILE_EXPECTED = {
     # it runs, so it earns what torch's outputs earn; the report lists it for review. Its answer
     # cells are the release's, unanswered.
     "no_dispatch_torch_norm": [0, 2, 3, 1, 0, 0],
+    # The same, executed from a hex string: it scores as that one does, and the scan lists the
+    # code built at run time for review.
+    "hex_torch_norm": [0, 2, 3, 1, 0, 0],
     # Script meant for the instructor's browser: the correct solution, so that the outputs must
     # cost nothing, and none of them may reach a page as markup.
     "runs_in_browser": [2, 2, 3, 1, 1, 1],

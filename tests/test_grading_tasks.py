@@ -132,7 +132,8 @@ def test_a_returned_result_is_scrubbed_and_scored_again_from_its_notebook(tmp_pa
                                        grades={c.metadata.nbgrader.grade_id: (1000.0, False) for c in tests})
     claimed.grades["not-a-cell"] = (50.0, False)
     grades, files = checked_result(course, assignment, gradebook.StudentGrades(notebooks={assignment: claimed}),
-                                   {f"{assignment}.ipynb": nbformat.writes(nb).encode(), "timestamp.txt": b"t"})
+                                   {f"{assignment}.ipynb": nbformat.writes(nb).encode(), "timestamp.txt": b"t",
+                                    "evil.html": b"<script>x</script>", "other.ipynb": nbformat.writes(nb).encode()})
     with gradebook.open_gradebook(course) as gb:
         points = {c.name: c.max_score for c in gb.find_notebook(assignment, assignment).grade_cells}
     checked = grades.notebooks[assignment]
@@ -144,6 +145,7 @@ def test_a_returned_result_is_scrubbed_and_scored_again_from_its_notebook(tmp_pa
     assert checked.late_submission_penalty == 0.0
     kept = nbformat.reads(files[f"{assignment}.ipynb"].decode(), as_version=4)
     assert "<script>" not in nbformat.writes(kept) and files["timestamp.txt"] == b"t"
+    assert set(files) == {f"{assignment}.ipynb", "timestamp.txt"}, "only the assignment's notebooks and nbgrader's files"
 
 
 def test_the_grade_command_reaches_a_cluster_only_over_mutual_tls(tmp_path):

@@ -161,6 +161,7 @@ def test_routes_around_the_recorder_are_listed_for_review(graded):
     assert "needs review" in report_of(run, "disables_checks")
     # This one evades the recorder and scores (HOSTILE_EXPECTED): the scan is what catches it.
     assert "torch's private modules or switches" in report_of(run, "no_dispatch_torch_norm")
+    assert "code built or loaded at run time" in report_of(run, "hex_torch_norm")  # its names hidden in hex
 
 
 def test_hostile_notebooks_leave_the_course_and_the_machine_untouched(course, graded, untouched):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import threading
 from functools import partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
@@ -264,3 +265,15 @@ def test_the_course_config_protects_the_formgrader_and_the_feedback():
     assert config.GenerateFeedback.exporter_class is FeedbackExporter
     assert handlers.SubmissionHandler.protected_by_policy
     assert json.dumps(config.Autograde.autograde_preprocessors, default=lambda c: c.__name__).count("ScrubActiveContent") == 1
+
+
+def test_no_link_or_image_of_the_students_markdown_reaches_the_page():
+    """Every markdown link form (inline, by reference, labels with escaped brackets or line
+    breaks, in quotes and lists) renders as text once scrubbed: no request, no navigation."""
+    from test_formgrader_pages import MARKDOWN
+
+    forms = [MARKDOWN, "> [q]: /x\n\n[a][q]", "- [l]: /y\n\n[b][l]", "[c]\n\n[c]: /z", "![d](/w) [e](</v>)"]
+    nb = scrubbed(new_notebook(cells=[new_markdown_cell(form) for form in forms]))
+    for html in (formgrade_html(nb), feedback_html(nb)):
+        body = html[html.index("<body"):]
+        assert re.findall(r"<a [^>]*href|<img [^>]*src", body.split('id="notebook-container"', 1)[-1]) == []

@@ -83,9 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     paths = make_certificates(args.folder, args.days)
     folder = args.folder
     print(f"Wrote {', '.join(p.name for p in paths.values())} into {folder}.\n"
-          f"scheduler: dask scheduler --protocol tls --host <private address> --tls-ca-file {folder}/ca.pem "
+          f"scheduler: dask scheduler --protocol tls --host <private address> --no-dashboard --tls-ca-file {folder}/ca.pem "
           f"--tls-cert {folder}/scheduler.pem --tls-key {folder}/scheduler-key.pem\n"
-          f"worker:    dask worker tls://<scheduler>:8786 --tls-ca-file {folder}/ca.pem "
+          f"worker:    dask worker tls://<scheduler>:8786 --no-dashboard --tls-ca-file {folder}/ca.pem "
           f"--tls-cert {folder}/worker.pem --tls-key {folder}/worker-key.pem\n"
           f"grading:   python -m autograder.grade <assignment> --scheduler tls://<scheduler>:8786 --tls-ca-file "
           f"{folder}/ca.pem --tls-cert {folder}/client.pem --tls-key {folder}/client-key.pem")

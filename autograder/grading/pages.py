@@ -43,7 +43,7 @@ def policy(nonce: str, header: bool = True) -> str:
         f"script-src 'nonce-{nonce}' {MATHJAX}",
         f"style-src 'self' 'unsafe-inline' {MATHJAX}",
         f"font-src 'self' data: {MATHJAX}",
-        "img-src 'self' data:",
+        "img-src data:",  # the notebook's own images only: no request a student's markup could aim
         "connect-src 'self'",
         "base-uri 'none'",
         "form-action 'none'",
@@ -54,16 +54,28 @@ def policy(nonce: str, header: bool = True) -> str:
     return "; ".join(rules)
 
 
-def protect(html: str, extra_head: str = "") -> tuple[str, str]:
-    """The page with a nonce on each script of its head (the template's), and its policy.
+MATHJAX_CONFIG = re.compile(r'<script type="text/x-mathjax-config">(.*?)</script>', re.S)
 
-    MathJax's configuration block (``text/x-mathjax-config``, which MathJax would ``eval``)
-    becomes an ordinary script of the head; any such block in the body is never evaluated.
-    """
+
+def _mathjax_without_eval(head: str) -> str:
+    """nbconvert's MathJax configuration block, which MathJax would ``eval``, as a script that
+    hands MathJax the same configuration when it has loaded (``AuthorInit``), placed before the
+    loader; MathJax evaluates no configuration block of the body."""
+    found = MATHJAX_CONFIG.search(head)
+    if found is None:
+        return head
+    head = head[:found.start()] + head[found.end():]
+    config = f"<script>window.MathJax = {{AuthorInit: function () {{{found.group(1)}}}}};</script>\n"
+    loader = head.find(f'<script src="{MATHJAX}')
+    return head[:loader] + config + head[loader:] if loader >= 0 else head + config
+
+
+def protect(html: str, extra_head: str = "") -> tuple[str, str]:
+    """The page with a nonce on each script of its head (the template's), and its policy."""
     nonce = secrets.token_urlsafe(18)
     end = html.find("</head>")
     head, body = (html[:end], html[end:]) if end >= 0 else ("", html)
-    head = head.replace('<script type="text/x-mathjax-config">', "<script>") + extra_head
+    head = _mathjax_without_eval(head) + extra_head
     head = re.sub(r"<script\b", f'<script nonce="{nonce}"', head)
     return head + body, nonce
 
@@ -113,3 +125,32 @@ def protect_formgrader(c) -> None:
 
     page.write = write_protected
     page.protected_by_policy = True
+    _protect_submission_files(handlers.SubmissionFilesHandler)
+
+
+# What the formgrader serves of a submission's folder beside the notebook: nothing of it may run.
+FILE_POLICY = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+def _protect_submission_files(files) -> None:
+    """nbgrader's handler for the files beside an autograded notebook joins the URL's path to
+    the student's folder and serves anything under the course root (``..%2f`` reaches the
+    gradebook, the solutions, other students' submissions), as live HTML.  Here it serves only
+    files inside that folder, in a sandbox of their own (no script, no origin) and as the type
+    the server says."""
+    parse = files.parse_url_path
+
+    def inside_the_submission(self, url_path):
+        relative = url_path.lstrip("/").partition("/")[2]  # after the submission's id (decoded)
+        if relative.startswith("/") or ".." in relative.replace("\\", "/").split("/"):
+            from tornado import web
+
+            raise web.HTTPError(404)
+        return parse(self, url_path)
+
+    def set_extra_headers(self, path):
+        self.set_header("Content-Security-Policy", FILE_POLICY)
+        self.set_header("X-Content-Type-Options", "nosniff")
+
+    files.parse_url_path = inside_the_submission
+    files.set_extra_headers = set_extra_headers

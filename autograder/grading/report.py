@@ -19,12 +19,13 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.grading.scan import scan_notebook
+from autograder.grading.scan import read_notebook, scan_notebook
 
 TAMPERING_MARKERS = ("The notebook has replaced",)
 FORBIDDEN_MARKER = "This part earns no points"
 UNCHECKABLE_MARKER = "StudentCodeFailed"
 UNSANDBOXED = "[UNSANDBOXED]"
+MAX_NOTES = 30  # per student, before the verdicts of the autograded notebook
 SHORT_ESCAPES = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}
 
 
@@ -91,7 +92,7 @@ def _compare_with_release(notebook: Path, gb, assignment: str) -> list[str]:
 
     notes = []
     try:
-        nb = nbformat.read(notebook, as_version=4)
+        nb = read_notebook(notebook)
     except Exception as error:  # noqa: BLE001
         return [f"{printable(notebook.name)} is not a readable notebook ({type(error).__name__})"]
     if not _is_text(notebook.name):
@@ -164,7 +165,7 @@ def _verdicts(autograded: Path) -> list[str]:
     notes = []
     for path in sorted(autograded.glob("*.ipynb")):
         try:
-            nb = nbformat.read(path, as_version=4)
+            nb = read_notebook(path)
         except Exception as error:  # noqa: BLE001 - the other notebooks' verdicts still count
             notes.append(f"the autograded {printable(path.name)} is not readable ({type(error).__name__}); look at it")
             continue
@@ -195,12 +196,15 @@ def inspect_submission(course: Path, assignment: str, student: str, reason: str 
         notes = []
         folder = course / "submitted" / student / assignment
         notebooks = {nb.name for nb in gb.find_assignment(assignment).notebooks}
-        for notebook in sorted(folder.glob("*.ipynb")):
-            if notebook.is_file() and not notebook.is_symlink() and notebook.stat().st_size < 64 << 20:
+        for notebook in sorted(folder.glob("*.ipynb")):  # the assignment's own (extra ones are noted below)
+            if notebook.stem in notebooks and notebook.is_file() and not notebook.is_symlink() \
+                    and notebook.stat().st_size < 64 << 20:
                 notes += _compare_with_release(notebook, gb, assignment)
                 given = _given_sources(gb, assignment, notebook.stem)
                 notes += [f"needs review: {printable(f.describe())}" for f in scan_notebook(notebook, given)]
         notes += _extra_files(folder, notebooks)
+        if len(notes) > MAX_NOTES:
+            notes = notes[:MAX_NOTES] + [f"... and {len(notes) - MAX_NOTES} more notes: look at the submission"]
         if reason is not None:
             return Outcome(student, None, maximum, reason, notes, sandboxed)
         try:

@@ -18,16 +18,19 @@ from pathlib import Path
 import nbformat
 
 from autograder.grading.gradebook import NotebookGrades, StudentGrades, open_gradebook
+from autograder.grading.report import NBGRADER_FILES
 from autograder.grading.scrub import scrub_notebook
 
 
 def scrubbed_files(files: dict[str, bytes], given: dict[str, set[str]]) -> dict[str, bytes]:
-    """The returned files with each notebook scrubbed (an unreadable one is dropped); ``given``:
-    each notebook file's locked markdown in the gradebook, kept as it is."""
+    """The assignment's notebooks among the returned files, each scrubbed (an unreadable one is
+    dropped), and nbgrader's small files beside them; nothing else is kept (the formgrader
+    serves what lies beside a notebook).  ``given``: each notebook's locked markdown."""
     kept = {}
     for name, content in files.items():
-        if not name.endswith(".ipynb"):
+        if name in NBGRADER_FILES and len(content) < 4096:
             kept[name] = content
+        if name not in given:
             continue
         try:
             nb = nbformat.reads(content.decode("utf-8"), as_version=4)
@@ -37,13 +40,13 @@ def scrubbed_files(files: dict[str, bytes], given: dict[str, set[str]]) -> dict[
     return kept
 
 
-def _score(cell, points: float, solution: bool, checksum: str | None) -> float | None:
-    """nbgrader's score of one returned cell, with the gradebook's points, kind and checksum."""
+def _score(cell, name: str, points: float, solution: bool, checksum: str | None) -> float | None:
+    """nbgrader's score of one returned cell, with the gradebook's name, points, kind and checksum."""
     from nbgrader.utils import determine_grade
 
     cell = copy.deepcopy(cell)
     cell.metadata["nbgrader"] = {"grade": True, "solution": solution, "points": points,
-                                 "grade_id": "checked", **({"checksum": checksum} if checksum else {})}
+                                 "grade_id": name, **({"checksum": checksum} if checksum else {})}
     try:
         score, _ = determine_grade(cell)
     except (ValueError, TypeError, KeyError):
@@ -75,7 +78,8 @@ def checked_result(course: Path, assignment: str, grades: StudentGrades,
                 if found is None or found.cell_type != cell.cell_type:
                     score = 0.0 if cell.cell_type == "code" and cell.name not in solutions else None
                 else:
-                    score = _score(found, float(cell.max_score), cell.name in solutions, checksums.get(cell.name))
+                    score = _score(found, cell.name, float(cell.max_score), cell.name in solutions,
+                                   checksums.get(cell.name))
                 manual = bool(returned.grades.get(cell.name, (None, False))[1]) or score is None
                 result.grades[cell.name] = (score, manual)
             for cell in [*notebook.solution_cells, *notebook.task_cells]:

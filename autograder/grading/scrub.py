@@ -34,8 +34,9 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat import NotebookNode, from_dict
 
 TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
-INLINE_LINK = "]("  # [text](url) and ![alt](url); "]\\(" shows the same text and links nowhere
-LINK_DEFINITION = re.compile(r"^([ \t>*+\-0-9.)]*)\[(?=[^\]\n]*\]:)", re.M)  # [label]: url, in quotes and lists too
+# Every link and image of markdown has a "]" right before "(" (inline), "[" (by reference) or
+# ":" (a definition, whatever its label holds): escaped, the same text shows and leads nowhere.
+LINK_JOINTS = {"](": "]\\(", "][": "]\\[", "]:": "]\\:"}
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 CELL_ID = re.compile(r"[A-Za-z0-9_\-]{1,64}")  # nbformat 4.5's rule for cell ids
 IMAGES = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
@@ -124,8 +125,10 @@ def as_text(markdown: str) -> str:
     """A student's markdown that renders as text and plain formatting: no HTML tag, no link (a
     ``javascript:`` or ``data:`` URL is one click away), no reference to an attachment (they are
     dropped, and nbconvert refuses a page whose markdown names a missing one)."""
-    markdown = TAG_START.sub("&lt;", markdown).replace(INLINE_LINK, "]\\(")
-    return LINK_DEFINITION.sub(r"\1\\[", markdown).replace("attachment:", "attachment-removed:")
+    markdown = TAG_START.sub("&lt;", markdown)
+    for joint, escaped in LINK_JOINTS.items():
+        markdown = markdown.replace(joint, escaped)
+    return markdown.replace("attachment:", "attachment-removed:")
 
 
 def safe_cell(cell, given_markdown: set[str], fallback_id: str) -> dict:

@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from autograder.messages import fail
-from autograder.seeding import generator
+from autograder.seeding import mixed
 from autograder.wire import RemoteError
 
 
@@ -58,7 +58,7 @@ def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = Fal
     Linear's output): a tool that keeps that tensor (a pre-hook on "relu") without copying it
     sees it change afterwards.
     """
-    g = generator(seed)
+    g = torch.Generator().manual_seed(seed)  # drawn by model_spec, where the checks run
     layers: list[tuple[str, nn.Module]] = [("spy", GradModeSpy())]
     for i, (w_in, w_out) in enumerate(zip(widths[:-1], widths[1:]), start=1):
         linear = nn.Linear(w_in, w_out)
@@ -79,8 +79,10 @@ def sigmoid_mlp(widths: list[int], seed: int, device, dtype, failing: bool = Fal
 
 def model_spec(widths: list[int], seed: int, device, dtype, train: bool = True, failing: bool = False,
                inplace_relu_after: str | None = None) -> dict:
-    """A probe model as plain data: both sides build the same model from it (:func:`build_model`)."""
-    return {"widths": list(widths), "seed": seed, "device": device, "dtype": dtype, "train": train,
+    """A probe model as plain data: both sides build the same model from it (:func:`build_model`).
+    Its seed is drawn here, where the checks run (from the course's secret when grading), so that
+    the student's kernel, which knows no secret, builds the same weights."""
+    return {"widths": list(widths), "seed": mixed(seed), "device": device, "dtype": dtype, "train": train,
             "failing": failing, "inplace_relu_after": inplace_relu_after}
 
 

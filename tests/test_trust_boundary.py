@@ -392,3 +392,25 @@ def test_the_sandbox_keeps_an_environment_that_lives_under_tmp(tmp_path):
         binds = [i for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind") and command[i + 1] == str(path)]
         # The last mount of a path wins: it must come after the tmpfs (/usr may be bound earlier too).
         assert binds and max(binds) > tmpfs, f"{path} is bound only before the sandbox's /tmp"
+
+
+def test_a_sandboxed_kernel_imports_exactly_the_graders_package(tmp_path, monkeypatch):
+    """The venv's own finder (an editable install) points at this repository; a grader whose
+    package is another copy must get that copy in the sandbox, not the one the venv names."""
+    assert sandbox.sandboxed_package(sandbox.Sandbox()) == str(sandbox.PACKAGE_DIR / "__init__.py")
+    copy = tmp_path / "another-course" / "autograder"
+    copy.mkdir(parents=True)
+    (copy / "__init__.py").write_text("")
+    monkeypatch.setattr(sandbox, "PACKAGE_DIR", copy)
+    assert sandbox.sandboxed_package(sandbox.Sandbox()) == str(copy / "__init__.py")
+
+
+def test_the_grade_command_refuses_a_sandbox_that_imports_another_package(tmp_path, monkeypatch):
+    from autograder.grading.grade import grade_class
+    from autograder.grading.task import Limits
+
+    monkeypatch.setattr(sandbox, "_CHECKED", None)
+    monkeypatch.setattr(sandbox, "sandboxed_package", lambda box: "/elsewhere/autograder/__init__.py")
+    monkeypatch.setattr("autograder.grading.gradebook.has_assignment", lambda course, assignment: True)
+    with pytest.raises(SystemExit, match="before any student: a sandboxed kernel imports /elsewhere"):
+        grade_class(tmp_path, "02_batch_norm", workers=1, limits=Limits())

@@ -37,7 +37,7 @@ from pathlib import Path
 from autograder.grading import course_secret, gradebook
 from autograder.grading.report import Outcome, inspect_submission, print_report, printable
 from autograder.grading.rescore import checked_result
-from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available
+from autograder.grading.sandbox import Sandbox, SandboxUnavailable, WrongPackage, check_available
 from autograder.grading.schedulers import InsecureCluster, cluster_security, make_scheduler
 from autograder.grading.task import (
     BatchJob,
@@ -105,6 +105,8 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
     if limits.sandboxed:
         try:
             check_available(Sandbox(memory_mb=limits.memory_mb, gpu=limits.gpu))
+        except WrongPackage as error:
+            raise SystemExit(f"Refusing to grade before any student: {error}") from None
         except SandboxUnavailable as error:
             raise SystemExit(
                 f"Refusing to grade: {error}\nStudent code must not run with the grader's access to the "

@@ -123,6 +123,9 @@ class Sandbox:
             "HOME": str(home), "PATH": f"{venv / 'bin'}:/usr/bin:/bin", "LANG": "C.UTF-8",
             "MPLBACKEND": "Agg", "PYTHONNOUSERSITE": "1", "TMPDIR": "/tmp",
             "MPLCONFIGDIR": str(home / ".matplotlib"), "OMP_NUM_THREADS": "1",
+            # The grader's own package, bound above, before whatever the venv's finders point at
+            # (an editable install of another copy of the course, which the sandbox does not show).
+            "PYTHONPATH": str(PACKAGE_DIR.parent),
         }
         for key, value in env.items():
             cmd += ["--setenv", key, value]
@@ -307,4 +310,30 @@ def check_available(sandbox: Sandbox | None = None) -> None:
     if done.returncode != 0:
         reason = (done.stderr.strip().splitlines() or [f"exit code {done.returncode}"])[-1]
         raise SandboxUnavailable(f"bubblewrap cannot create a sandbox on this machine ({reason}). " + HOW_TO_ENABLE)
+    found = sandboxed_package(sandbox)
+    if found != str(PACKAGE_DIR / "__init__.py"):
+        raise WrongPackage(f"a sandboxed kernel imports {found or 'no autograder package'}, not the grader's "
+                           f"{PACKAGE_DIR}: grade with this course's own environment "
+                           f"({PACKAGE_DIR.parent}/.venv, `pip install -r requirements.txt` in the course)")
     _CHECKED = "ok"
+
+
+class WrongPackage(SandboxUnavailable):
+    """The sandboxed kernel would not import the grader's own ``autograder``: every student
+    would lose every check the same way."""
+
+
+def sandboxed_package(sandbox: Sandbox) -> str:
+    """Where ``import autograder`` leads in a sandboxed Python (its ``__init__.py``), '' if nowhere."""
+    scratch = Path(tempfile.mkdtemp(prefix="normlayers-probe-"))
+    try:
+        (scratch / "work").mkdir()
+        find = "import importlib.util; print(importlib.util.find_spec('autograder').origin)"  # not run
+        command = sandbox.command([sys.executable, "-c", find], scratch, scratch / "work")
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    lines = done.stdout.strip().splitlines()
+    return str(Path(lines[-1]).resolve()) if done.returncode == 0 and lines else ""

@@ -29,7 +29,7 @@ from autograder.grading import course_secret
 from autograder.grading.execute import STATUS_FILE
 from autograder.grading.gradebook import StudentGrades, grant_extensions, read_grades
 from autograder.grading.report import NBGRADER_FILES
-from autograder.grading.sandbox import Sandbox, SandboxUnavailable, check_available, scratch_root
+from autograder.grading.sandbox import PACKAGE_DIR, Sandbox, SandboxUnavailable, check_available, scratch_root
 
 MAX_NOTEBOOK_BYTES = 64 << 20
 NBGRADER = [sys.executable, "-m", "nbgrader"]
@@ -164,6 +164,8 @@ def tool_env() -> dict[str, str]:
     `alembic` from PATH; kernels must use the same environment)."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # nbgrader (and the sandbox it starts) import the grader's own package, this process's.
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PACKAGE_DIR.parent), env.get("PYTHONPATH", "")]))
     return env
 
 

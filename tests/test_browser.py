@@ -147,9 +147,10 @@ class QuietHandler(SimpleHTTPRequestHandler):
 
 
 @contextmanager
-def serve(directory: Path):
-    """A static file server for ``directory`` on a free localhost port, in a thread."""
-    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(directory)))
+def serve(directory: Path, handler=QuietHandler):
+    """A file server for ``directory`` on a free localhost port, in a thread (``handler``: a
+    ``SimpleHTTPRequestHandler`` of the test's own)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(handler, directory=str(directory)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:

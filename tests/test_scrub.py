@@ -11,9 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import re
-import threading
-from functools import partial
-from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from http.server import SimpleHTTPRequestHandler
 from pathlib import Path
 
 import nbformat
@@ -25,7 +23,7 @@ from traitlets.config import Config
 
 from autograder.grading.pages import FeedbackExporter, NAME_TOGGLES, protect_page
 from autograder.grading.scrub import ScrubActiveContent, scrub_notebook
-from test_browser import browser, chromium  # noqa: F401 - the fixtures (Debian's chromium, Playwright)
+from test_browser import browser, chromium, serve  # noqa: F401 - the fixtures (Debian's chromium, Playwright)
 
 PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(60)).decode()
 FORMGRADER = Path(__import__("nbgrader").__file__).parent / "server_extensions" / "formgrader"
@@ -185,15 +183,8 @@ class PageServer(SimpleHTTPRequestHandler):
 @pytest.fixture
 def server():
     PageServer.pages, PageServer.pwned = {}, []
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), partial(PageServer, directory=str(FORMGRADER)))
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
-        thread.join(timeout=10)
+    with serve(FORMGRADER, PageServer) as base:
+        yield base
 
 
 def visit(browser, url: str) -> dict:  # noqa: F811 - browser is the fixture

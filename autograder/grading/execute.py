@@ -47,6 +47,7 @@ from autograder import seeding
 from autograder.grading import course_secret, testcell
 from autograder.grading.kernel import SandboxedKernelManager
 from autograder.grading.sandbox import Sandbox, check_available, scratch_root
+from autograder.grading.scrub import execution_count
 from autograder.side import RemoteSide
 
 STATUS_FILE = Path(".grading") / "current"
@@ -178,8 +179,8 @@ class SandboxedExecute(Execute):
         """The student's kernel writes these messages: an execution count that is not a number
         (which nbformat would refuse when the notebook is saved) is dropped."""
         content = msg.get("content")
-        if isinstance(content, dict) and "execution_count" in content and not _is_count(content["execution_count"]):
-            content["execution_count"] = None
+        if isinstance(content, dict) and "execution_count" in content:
+            content["execution_count"] = execution_count(content["execution_count"])
         return super().process_message(msg, cell, cell_index)
 
     def output(self, outs, msg, display_id, cell_index):
@@ -251,10 +252,6 @@ class SandboxedExecute(Execute):
             _close(listener)
             worker.join(5)
         return outcome.get("outputs") or testcell.error_outputs("the check did not finish")
-
-
-def _is_count(value) -> bool:
-    return value is None or (type(value) is int and value >= 0)
 
 
 def _text_size(value, depth: int = 0) -> int:

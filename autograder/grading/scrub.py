@@ -58,7 +58,8 @@ def _text(value) -> str:
     return ""
 
 
-def _count(value) -> int | None:
+def execution_count(value) -> int | None:
+    """An execution count as nbformat allows it (a non-negative integer), else None."""
     return value if type(value) is int and 0 <= value < 1 << 31 else None
 
 
@@ -98,7 +99,7 @@ def safe_output(output) -> dict:
         kept["text/plain"] = f"[output removed for grading: {', '.join(dropped) or 'no data'}]"
     rebuilt = {"output_type": kind, "data": kept, "metadata": {}}
     if kind == "execute_result":
-        rebuilt["execution_count"] = _count(output.get("execution_count"))
+        rebuilt["execution_count"] = execution_count(output.get("execution_count"))
     return rebuilt
 
 
@@ -144,7 +145,7 @@ def safe_cell(cell, given_markdown: set[str], fallback_id: str) -> dict:
                "metadata": {"nbgrader": nbgrader} if (nbgrader := safe_nbgrader_metadata(metadata.get("nbgrader"))) else {}}
     if kind == "code":
         outputs = cell.get("outputs") if isinstance(cell.get("outputs"), list) else []
-        rebuilt.update(source=source, execution_count=_count(cell.get("execution_count")),
+        rebuilt.update(source=source, execution_count=execution_count(cell.get("execution_count")),
                        outputs=[safe_output(output) for output in outputs])
     elif kind == "markdown" and source in given_markdown:
         rebuilt["source"] = source

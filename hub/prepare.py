@@ -1,7 +1,10 @@
 """Prepare and start the course hub (run through `hub/start`, as root).
 
     sudo hub/start --instructor prof --students "alice bob" [--create-users] [--port 8000]
+    sudo hub/start --remove        # removes what hub/start made (see below)
 
+0. checks, before it creates anything, that other users can run the course's interpreter
+   (.venv and its base Python, every folder on the way), and names the folder that stops them;
 1. installs the proxy (`npm ci` in hub/) when hub/node_modules lacks it;
 2. refuses to start while solutions/, .git or tests/ of the repository are open to other users,
    or while the repository, .venv, hub/ or the state folder (or one above) is not root's alone;
@@ -18,6 +21,11 @@
 Each user logs in with their own password (hub/course_auth.py): a user without one in
 <state>/passwords.json (salted hashes, root only) gets a random one, printed once and added to
 <state>/passwords.txt (mode 0600, for root to hand out; delete it afterwards).
+
+What it makes is recorded in <state>/made.json as it makes it (the users it created, an exchange
+outside the state folder). `hub/start --remove [--state DIR]` removes exactly that: those users
+with their homes (the course copy in a created instructor's home goes with it), the course's
+exchange folders, and the state folder. Users it did not create are left alone.
 """
 from __future__ import annotations
 
@@ -32,8 +40,6 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
-
-from course_auth import hash_password  # hub/, this script's folder
 
 REPO = Path(__file__).resolve().parents[1]
 VENV = REPO / ".venv"
@@ -65,7 +71,7 @@ def users_from(text: str) -> list[str]:
     return [u for u in re.split(r"[\s,]+", text or "") if u]
 
 
-def ensure_user(name: str, create: bool) -> pwd.struct_passwd:
+def ensure_user(name: str, create: bool, state: Path) -> pwd.struct_passwd:
     try:
         return pwd.getpwnam(name)
     except KeyError:
@@ -73,8 +79,44 @@ def ensure_user(name: str, create: bool) -> pwd.struct_passwd:
             fail(f"there is no Unix user {name!r} (create it, or pass --create-users)")
     # A home only its owner can read: classmates must not see each other's work.
     subprocess.run(["useradd", "--create-home", "--shell", "/bin/bash", "-K", "HOME_MODE=0700", name], check=True)
+    record_made(state, user=name)
     print(f"hub/start: created the Unix user {name}")
     return pwd.getpwnam(name)
+
+
+def unreachable_folder(path: Path) -> Path | None:
+    """The first folder on the way to ``path`` (each link followed) that other users cannot enter."""
+    seen: set[Path] = set()
+    while path not in seen:
+        seen.add(path)
+        for folder in reversed([*path.parents]):
+            if stat.S_IMODE(os.stat(folder).st_mode) & 0o001 == 0:
+                return folder
+        if not path.is_symlink():
+            return None
+        path = (path.parent / os.readlink(path)).absolute()
+    return None
+
+
+def check_interpreter() -> None:
+    """Before anything is created: other users (the students' servers) must be able to run the
+    course's Python. A .venv made from pyenv's Python under /root fails here, for example."""
+    python = VENV / "bin" / "python"
+    blocked = unreachable_folder(python)
+    base = Path(os.path.realpath(python))
+    if blocked is None:
+        probe = subprocess.run(["runuser", "-u", "nobody", "--", str(python), "-c", "print('ok')"],
+                               capture_output=True, text=True, cwd="/")
+        if probe.returncode == 0 and probe.stdout.strip() == "ok":
+            return
+        reason = f"it fails for them: {(probe.stderr or probe.stdout).strip()[-1000:]}"
+    else:
+        mode = stat.S_IMODE(os.stat(blocked).st_mode)
+        reason = f"{blocked} (mode {mode:o}) is closed to them"
+    fail(f"other users cannot run the course's Python: {python} runs {base}, and {reason}. The "
+         f"students' servers run it as their own users. Nothing was created. Rebuild the environment "
+         f"on an interpreter every user can run, for example Debian's: `cd {REPO} && "
+         f"/usr/bin/python3.11 -m venv --clear .venv && .venv/bin/pip install -r requirements.txt`")
 
 
 def check_private() -> None:
@@ -134,6 +176,8 @@ def write_private(path: Path, text: str, append: bool = False) -> None:
 
 def make_passwords(state: Path, users: list[str]) -> Path:
     """A random password for each user who has none yet; returns the file of hashes."""
+    from course_auth import hash_password  # hub/, this script's folder (imports jupyterhub)
+
     hashes = state / "passwords.json"
     entries = json.loads(hashes.read_text()) if hashes.exists() else {}
     new = {user: secrets.token_urlsafe(12) for user in users if user not in entries}
@@ -189,9 +233,11 @@ def write_role_configs(state: Path, exchange: Path, course_root: Path) -> None:
 EXCHANGE_MODES = {"": 0o755, "outbound": 0o755, "inbound": 0o2733, "feedback": 0o711}
 
 
-def make_course_exchange(exchange: Path, instructor: pwd.struct_passwd) -> None:
+def make_course_exchange(exchange: Path, instructor: pwd.struct_passwd, state: Path) -> None:
     """The course's folders in the exchange, the instructor's before any student can make them
     (whoever makes them first owns them, and with them the releases and the submissions)."""
+    if not (exchange / COURSE_ID).exists():
+        record_made(state, exchange=str(exchange), course_exchange_made=True)
     for name, mode in EXCHANGE_MODES.items():
         path = exchange / COURSE_ID / name
         try:
@@ -223,6 +269,41 @@ def copy_course(instructor: pwd.struct_passwd) -> Path:
     return course
 
 
+def record_made(state: Path, user: str | None = None, **facts) -> None:
+    """Add to <state>/made.json what hub/start made, at once (a later failure keeps the record)."""
+    path = state / "made.json"
+    made = json.loads(path.read_text()) if path.exists() else {"users": []}
+    if user is not None and user not in made["users"]:
+        made["users"].append(user)
+    made.update(facts)
+    write_private(path, json.dumps(made, indent=1))
+
+
+def remove_made(state: Path) -> None:
+    """Undo hub/start: the users it created (homes included), the course's exchange, the state."""
+    path = state / "made.json"
+    if not path.is_file():
+        fail(f"{path} does not exist: nothing hub/start made is recorded there (--state?)")
+    made = json.loads(path.read_text())
+    running = subprocess.run(["pgrep", "-u", ",".join(made["users"])], capture_output=True,
+                             text=True).stdout.split() if made["users"] else []
+    if running:
+        fail(f"processes of {', '.join(made['users'])} still run ({len(running)}): stop the hub first (Ctrl-C)")
+    for user in made["users"]:
+        done = subprocess.run(["userdel", "--remove", user], capture_output=True, text=True)
+        gone = subprocess.run(["id", user], capture_output=True).returncode != 0
+        print(f"hub/start: removed the Unix user {user} and its home" if gone
+              else f"hub/start: could not remove {user}: {done.stderr.strip()}")
+    exchange = Path(made.get("exchange") or state / "exchange")
+    if made.get("course_exchange_made") and (exchange / COURSE_ID).exists():
+        shutil.rmtree(exchange / COURSE_ID)
+        print(f"hub/start: removed the course's exchange folders {exchange / COURSE_ID}")
+    if made.get("exchange_made") and exchange.exists() and not any(exchange.iterdir()):
+        exchange.rmdir()
+    shutil.rmtree(state)
+    print(f"hub/start: removed the hub's state folder {state}")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="hub/start", description=__doc__.split("\n\n")[0])
     parser.add_argument("--instructor", default=os.environ.get("NL_HUB_INSTRUCTOR"), help="the instructor's Unix user")
@@ -235,39 +316,54 @@ def main(argv: list[str] | None = None) -> None:
                         help="the hub's state folder (default hub/state)")
     parser.add_argument("--exchange", type=Path, default=None,
                         help="the nbgrader exchange (default <state>/exchange)")
+    parser.add_argument("--prepare-only", action="store_true",
+                        help="make the users, folders and config, then stop without starting the hub")
+    parser.add_argument("--remove", action="store_true",
+                        help="remove what hub/start made (recorded in <state>/made.json) and stop")
     args = parser.parse_args(argv)
 
     if os.geteuid() != 0:
         fail("run it as root: LocalProcessSpawner starts each server as its user")
+    state = args.state.resolve()
+    if args.remove:
+        remove_made(state)
+        return
     students = users_from(args.students)
     if not args.instructor or not students:
         fail("name the instructor and at least one student (--instructor USER --students 'USER ...')")
     if args.instructor in students:
         fail("the instructor cannot also be a student")
+    # Every check that needs nothing made comes first: a refusal leaves the machine as it was.
+    check_private()
+    check_root_owned([REPO, VENV, VENV / "bin", HUB, state])
+    check_interpreter()
     if not os.access(PROXY, os.X_OK):
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True)
 
-    instructor = ensure_user(args.instructor, args.create_users)
+    state.mkdir(parents=True, exist_ok=True)
+    state.chmod(0o711)  # the database and the cookie secret are root's; config/ and the exchange are not
+    instructor = ensure_user(args.instructor, args.create_users, state)
     for student in students:
-        user = ensure_user(student, args.create_users)
+        user = ensure_user(student, args.create_users, state)
         if stat.S_IMODE(os.stat(user.pw_dir).st_mode) & 0o077:
             print(f"hub/start: warning: {user.pw_dir} is open to other users; classmates can read "
                   f"{student}'s work there (chmod 700 {user.pw_dir})", file=sys.stderr)
-    check_private()
     check_environment(students[0])
 
-    state = args.state.resolve()
-    check_root_owned([REPO, VENV, VENV / "bin", HUB, state])
-    state.mkdir(parents=True, exist_ok=True)
-    state.chmod(0o711)  # the database and the cookie secret are root's; config/ and the exchange are not
     exchange = (args.exchange or state / "exchange").resolve()
+    if not exchange.exists():
+        record_made(state, exchange=str(exchange), exchange_made=True)
     exchange.mkdir(parents=True, exist_ok=True)
     exchange.chmod(0o1777)  # everyone writes, nobody removes what others wrote
-    make_course_exchange(exchange, instructor)
+    make_course_exchange(exchange, instructor, state)
     course = copy_course(instructor)
     write_role_configs(state, exchange, course)
 
     make_passwords(state, [args.instructor, *students])
+    if args.prepare_only:
+        print(f"hub/start: prepared (users, exchange, config, course); `hub/start` starts the hub, "
+              f"`hub/start --remove --state {state}` removes what it made")
+        return
     env = dict(os.environ, NL_HUB_INSTRUCTOR=args.instructor, NL_HUB_STUDENTS=" ".join(students),
                NL_HUB_STATE=str(state), NL_HUB_IP=args.ip, NL_HUB_PORT=str(args.port),
                PATH=f"{VENV / 'bin'}:{HUB / 'node_modules' / '.bin'}:{os.environ.get('PATH', '/usr/bin:/bin')}")

@@ -89,6 +89,26 @@ def test_the_embedded_cluster_takes_work_from_this_process_only():
         scheduler.close()
 
 
+def test_the_embedded_cluster_leaves_no_scratch_folder(tmp_path, monkeypatch):
+    """Dask's workers keep a scratch space in the temporary folder (dask-scratch-space...): the
+    embedded cluster's lives in a folder of the run's own, gone when the scheduler closes."""
+    import tempfile
+
+    from autograder.grading.schedulers import make_scheduler
+
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    scheduler = make_scheduler("local", 1)
+    try:
+        assert scheduler._client.submit(sum, [1, 2], pure=False).result(timeout=60) == 3
+        made = list(tmp_path.iterdir())
+        assert [path.name[:len("normlayers-dask-")] for path in made] == ["normlayers-dask-"], made
+        assert any("dask-scratch-space" in path.name for path in made[0].rglob("*")), list(made[0].rglob("*"))
+    finally:
+        scheduler.close()
+    assert list(tmp_path.iterdir()) == []
+
+
 def release_course(tmp_path, assignment: str = "01_covariate_shift"):
     course = tmp_path / "course"
     course.mkdir()

@@ -15,6 +15,8 @@ once, whatever Dask does.
 from __future__ import annotations
 
 import concurrent.futures
+import shutil
+import tempfile
 from typing import Iterable
 
 from autograder.grading.task import BatchJob, grade_batch
@@ -62,7 +64,12 @@ class DaskScheduler:
                          "distributed.scheduler.http.routes": [],
                          "distributed.worker.http.routes": []})
         self._cluster = None
+        self._scratch = None
         if address is None:
+            # The embedded workers' folders (Dask's scratch space, each batch's private course) in
+            # a folder of this run's own, removed by close(): nothing left in the temporary folder.
+            self._scratch = tempfile.mkdtemp(prefix="normlayers-dask-")
+            dask.config.set({"temporary-directory": self._scratch})
             # Threads of this process (each task only waits on its nbgrader subprocess), talking
             # in-process: no port that another user of the machine could send work to.
             # Dask's HTTP servers start anyway: on 127.0.0.1, any free port (no "port 8787 in use"
@@ -95,6 +102,8 @@ class DaskScheduler:
         self._client.close()
         if self._cluster is not None:
             self._cluster.close()
+        if self._scratch is not None:
+            shutil.rmtree(self._scratch, ignore_errors=True)
 
 
 class InsecureCluster(ValueError):

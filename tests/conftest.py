@@ -14,6 +14,9 @@ torch.set_num_threads(1)  # small tensors: thread start-up would dominate
 from autograder import integrity  # noqa: E402
 from course import REPO, tool_env  # noqa: E402
 
+sys.path.insert(0, str(REPO / "book" / "_ext"))
+from build_stamp import current_build  # noqa: E402  (the quick start's build, when current)
+
 
 @pytest.fixture(autouse=True)
 def undo_tampering():
@@ -37,13 +40,19 @@ def built_book(tmp_path_factory) -> Path:
 
     Shared by tests/test_book.py and tests/test_browser.py. Set BUILT_BOOK_HTML to the
     `_build/html` folder of a build made with `jupyter-book build --warningiserror --keep-going .`
-    to test that build instead of making another (the Pages workflow does this).
+    to test that build instead of making another (the Pages workflow does this). Without it, the
+    quick start's own build (`_build/html`) is tested when its stamp (book/_ext/build_stamp.py)
+    says it is current: made from today's sources, with no warning.
     """
     given = os.environ.get("BUILT_BOOK_HTML")
     if given:
         html = Path(given).resolve()
         assert (html / "index.html").is_file(), f"BUILT_BOOK_HTML={given} holds no built book"
         return html
+    quick_start = REPO / "_build" / "html"
+    if current_build(quick_start, REPO):
+        print(f"\nbook build: reusing {quick_start} (current: same sources, no warning)")
+        return quick_start
     out = tmp_path_factory.mktemp("book")
     start = time.monotonic()
     done = subprocess.run(

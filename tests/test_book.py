@@ -1,6 +1,7 @@
 """The book builds with warnings as errors, every chapter executed, and shows no secret."""
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -11,6 +12,7 @@ import pytest
 import yaml
 
 from course import REPO, tool_env
+from build_stamp import STAMP, current_build, fingerprint
 from leaks import html_text, leaked, question_secrets, secrets_in
 
 pytestmark = pytest.mark.slow
@@ -165,3 +167,28 @@ def test_the_instructor_guide_builds_as_its_own_site(tmp_path):
     parser = _Resources()
     parser.feed(guide.read_text())
     assert [url for _, url in parser.found if _external(url)] == []
+
+
+def test_a_finished_build_is_stamped_with_its_sources(built_book):
+    """The stamp lets the tests reuse the quick start's build (tests/conftest.py): it must name
+    today's sources and no warning, as the build the tests just checked had."""
+    stamp = json.loads((built_book / STAMP).read_text())
+    assert stamp == {"fingerprint": fingerprint(REPO), "warnings": 0}
+
+
+def test_a_stamp_is_current_only_for_the_same_sources_and_no_warning(tmp_path):
+    repo, html = tmp_path / "repo", tmp_path / "html"
+    (repo / "book" / "instructor").mkdir(parents=True)
+    html.mkdir()
+    (repo / "_config.yml").write_text("title: x\n")
+    (repo / "book" / "01.md").write_text("# One\n")
+    (html / STAMP).write_text(json.dumps({"fingerprint": fingerprint(repo), "warnings": 0}))
+    assert current_build(html, repo)
+    (repo / "book" / "instructor" / "guide.md").write_text("not part of the student book")
+    assert current_build(html, repo)
+    (repo / "book" / "01.md").write_text("# One, edited\n")
+    assert not current_build(html, repo)
+    (html / STAMP).write_text(json.dumps({"fingerprint": fingerprint(repo), "warnings": 2}))
+    assert not current_build(html, repo)
+    (html / STAMP).unlink()
+    assert not current_build(html, repo)

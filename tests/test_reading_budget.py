@@ -12,7 +12,8 @@ import pytest
 
 from course import REPO
 
-spec = importlib.util.spec_from_file_location("reading_budget", REPO / "tools" / "reading_budget.py")
+spec = importlib.util.spec_from_file_location("reading_budget",
+                                              REPO / "tools" / "reading_budget.py")
 rb = importlib.util.module_from_spec(spec)
 sys.modules["reading_budget"] = rb     # dataclasses look their module up there
 spec.loader.exec_module(rb)

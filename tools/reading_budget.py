@@ -20,8 +20,8 @@ The rules follow the conventions of the book helpers' brief (issue 24):
   text counts that text. Display math, HTML comments, MyST targets `(label)=`, directive
   options (`:alt:` among them) and code are not prose. A paragraph written mostly in Chinese
   (more CJK characters than Latin words) is counted apart, in CJK characters (CJK
-  punctuation included); elsewhere a run of CJK characters counts as one word. Printed cell outputs are not counted: they are not in
-  the source.
+  punctuation included); elsewhere a run of CJK characters counts as one word. Printed cell
+  outputs are not counted: they are not in the source.
 * **Code lines**: non-blank source lines of code cells (cell options excluded), of fenced
   blocks that are not directives (```python, ```text, ...), of `{code-block}` directives and of
   `{literalinclude}`d files. Shown unless folded as above. A line is **too wide** when it holds
@@ -34,7 +34,8 @@ The rules follow the conventions of the book helpers' brief (issue 24):
 * **Sentences** (core path, English paragraphs, list items and captions; not headings, not
   tables): split after ".", "?" or "!" followed by a space and a capital, digit or opening
   bracket; the end of a paragraph or list item ends a sentence. "e.g.", "i.e.", "et al.",
-  "Fig.", "vs.", "cf.", "Eq.", "Sec." and initials ("J. Lei") do not end one. Average length = words / sentences.
+  "Fig.", "vs.", "cf.", "Eq.", "Sec." and initials ("J. Lei") do not end one. Average length
+  = words / sentences.
 * **Numbers per paragraph** (core paragraphs, list items and captions; tables are exempt):
   glued values, inline math that is a numeric literal, and written numerals. A numeral glued
   to letters (`BatchNorm1d`, `float16`, `ResNet-50`), a year (1900-2099), and the number after
@@ -110,7 +111,8 @@ class PageStats:
     def finish(self) -> "PageStats":
         self.minutes = round(self.core_words / WORDS_PER_MINUTE
                              + self.shown_code_lines / CODE_LINES_PER_MINUTE, 1)
-        self.avg_sentence = round(self.sentence_words / self.sentences, 1) if self.sentences else 0.0
+        self.avg_sentence = (round(self.sentence_words / self.sentences, 1)
+                             if self.sentences else 0.0)
         self.long_sentence_share = (round(self.long_sentences / self.sentences, 3)
                                     if self.sentences else 0.0)
         return self

@@ -198,8 +198,21 @@ def test_display_math_comments_and_targets_are_not_prose(tmp_path):
         % a MyST comment
         +++
         Only these four words.
+
+        $$
+        \\begin{aligned}
+        a &= b \\\\
+        c &= d
+        \\end{aligned}
+        $$
+
+        \\begin{equation}
+        e = f
+        \\end{equation}
+
+        And three more.
         """)
-    assert stats.core_words == 4
+    assert stats.core_words == 4 + 3
 
 
 def test_over_budget_names_every_excess():

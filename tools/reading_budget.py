@@ -321,7 +321,7 @@ class Page:
         """Group text lines into paragraphs (blank lines, list items, headings and table rows
         separate them) and count them."""
         current: list[tuple[int, str]] = []
-        in_math = in_comment = False
+        in_math, in_comment = False, False   # in_math: the closing delimiter awaited
 
         def flush(kind_of: str = kind) -> None:
             if current:
@@ -337,13 +337,17 @@ class Page:
                 flush()
                 in_comment = True
                 continue
-            if in_math:
-                in_math = not (stripped.endswith("$$") or stripped.startswith(r"\end{"))
+            if in_math:                      # until the closing "$$" or "\end{env}"
+                if stripped.endswith("$$") if in_math == "$$" else stripped.startswith(in_math):
+                    in_math = False
                 continue
             if stripped.startswith("$$") or stripped.startswith(r"\begin{"):
                 flush()
-                in_math = not ((stripped.endswith("$$") and len(stripped) > 2)
-                               or (stripped.startswith(r"\begin{") and r"\end{" in stripped))
+                close = "$$" if stripped.startswith("$$") else stripped.replace("begin", "end", 1)
+                close = close.split("}")[0] + "}" if close != "$$" else close
+                one_line = stripped.endswith("$$") and len(stripped) > 2 or (
+                    close != "$$" and close in stripped)
+                in_math = False if one_line else close
                 continue
             if (not stripped or stripped == "+++" or stripped.startswith("%")
                     or re.fullmatch(r"\(.+\)=", stripped)):

@@ -11,7 +11,11 @@ character; tests/test_cjk_font.py fails until you do:
 
     apt-get download fonts-noto-cjk && dpkg-deb -x fonts-noto-cjk_*.deb /tmp/noto
     python tools/subset_cjk_font.py \\
-        --source /tmp/noto/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
+        --source /tmp/noto/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc \\
+        --also ../shared/sources/*.txt
+
+(--also adds the characters of other files: the committed subset also covers every character
+of the two source articles, so that a new quotation rarely needs a new subset.)
 
 (/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc, the default, is where the package
 installs it.) The subset is written as WOFF (zlib); WOFF2 would need the brotli module.
@@ -91,10 +95,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE,
                         help="NotoSansCJK-Regular.ttc of fonts-noto-cjk "
                         f"(default {DEFAULT_SOURCE})")
+    parser.add_argument("--also", type=Path, nargs="*", default=[],
+                        help="text files whose CJK characters the font should cover too "
+                             "(e.g. the two source articles, for quotations still to come)")
     args = parser.parse_args(argv)
-    chars = book_characters()
+    chars = book_characters() | book_characters(args.also)
     out = make_subset(args.source, chars)
-    print(f"{len(chars)} characters from {len(book_pages())} pages -> "
+    print(f"{len(chars)} CJK characters ({len(book_characters())} of them from the "
+          f"{len(book_pages())} pages of the book) -> "
           f"{out.relative_to(REPO)} ({out.stat().st_size / 1024:.0f} KiB)")
     return 0
 

@@ -143,9 +143,13 @@ def test_figures_with_and_without_caption_or_alt(tmp_path):
 
         :::{glue:figure} ch1-fig
         :name: fig-ch1
-        :alt: Two curves: the loss falls
-          for both networks.
+        :alt: Two curves: the loss falls for both networks.
         The caption gives the point.
+        :::
+
+        :::{glue:figure} ch1-fig-2
+        :alt: MyST ends an option at the end of its line,
+          so this indented line is already the caption.
         :::
 
         ```{code-cell} ipython3
@@ -162,11 +166,12 @@ def test_figures_with_and_without_caption_or_alt(tmp_path):
         plt.figure()
         ```
         """)
-    assert stats.figures == 3
+    assert stats.figures == 4
     assert stats.figures_lacking_caption_or_alt == 2   # the bare one, and the one without alt
-    # captions are shown prose: "The caption gives the point." and "A caption of six words."
-    assert stats.core_words == 5 + 5
-    assert stats.sentences == 2
+    # captions are shown prose: "The caption gives the point.", "so this indented line is
+    # already the caption." and "A caption of six words."
+    assert stats.core_words == 5 + 8 + 5
+    assert stats.sentences == 3
 
 
 def test_long_sentences_and_chinese(tmp_path):

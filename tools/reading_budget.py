@@ -189,8 +189,9 @@ def is_chinese(text: str) -> bool:
 # ---------------------------------------------------------------- block structure
 
 def split_options(body: list[str]) -> tuple[dict, list[str], int]:
-    """A directive's or code cell's options: a `---` YAML block or `:key: value` lines (with
-    indented continuations). Returns the options, the remaining body, and its offset."""
+    """A directive's or code cell's options: a `---` YAML block or `:key: value` lines, one
+    line each (as MyST reads them: an indented line after an option is already the body).
+    Returns the options, the remaining body, and its offset."""
     if body and body[0].strip() == "---":
         end = next((i for i in range(1, len(body)) if body[i].strip() == "---"), None)
         if end is not None:
@@ -198,11 +199,8 @@ def split_options(body: list[str]) -> tuple[dict, list[str], int]:
     options, i = {}, 0
     while i < len(body) and re.match(r"^:[\w-]+:", body[i]):
         key, _, value = body[i][1:].partition(":")
-        i += 1
-        while i < len(body) and body[i].strip() and body[i][:1].isspace():
-            value += " " + body[i].strip()
-            i += 1
         options[key] = value.strip()
+        i += 1
     if options.get("tags", "").startswith("["):
         options["tags"] = yaml.safe_load(options["tags"])
     return options, body[i:], i

@@ -242,7 +242,8 @@ CHAPTERS = [p for p in rb.toc_pages() if p.name[:2].isdigit()]
 
 
 def test_every_numbered_chapter_is_measured():
-    assert len(CHAPTERS) == 7
+    """Chapters 1 to 7 at least (a later chapter in the toc is held to the budget too)."""
+    assert [p.name[:2] for p in CHAPTERS][:7] == [f"{n:02d}" for n in range(1, 8)]
 
 
 @pytest.mark.parametrize("chapter", CHAPTERS, ids=[p.stem for p in CHAPTERS])

@@ -236,6 +236,24 @@ AUTOLOAD = """async () => {
   } catch (e) { return 'failed: ' + e; }
 }"""
 
+# Chinese is set in the book's own font (book/_static/fonts/cjk.css), which must have loaded:
+# without it a reader with no CJK font sees boxes. null on a page without Chinese.
+CJK_FONT = """async () => {
+  const walker = document.createTreeWalker(document.querySelector('article') || document.body,
+                                           NodeFilter.SHOW_TEXT);
+  let node;
+  while ((node = walker.nextNode()) && !/[\\u4e00-\\u9fff]/.test(node.textContent)) {}
+  if (!node) return null;
+  await document.fonts.ready;
+  const family = getComputedStyle(node.parentElement).fontFamily;
+  const faces = [...document.fonts].filter(f => f.family.replace(/"/g, '') === 'Book CJK');
+  return {family, status: faces.map(f => f.status)};
+}"""
+
+# Display equations that are wider than their box (cut off or scrolled) at this width.
+WIDE_EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display]')]
+  .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 60))"""
+
 LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
 UNFOLD = "a => { for (let d = a.closest('details'); d; d = d.parentElement.closest('details')) d.open = true; }"
 SIDEBAR_LINKS = "() => [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map(a => a.href)"
@@ -308,6 +326,13 @@ def test_reader_path(built_book, browser):
                 autoload_checked = True
                 if (result := page.evaluate(AUTOLOAD)) != "ok":
                     found.append(f"MathJax could not load a TeX package from the vendored copy: {result}")
+
+            if wide := page.evaluate(WIDE_EQUATIONS):
+                found.append(f"display equations wider than the page at 1280 px: {wide[:3]}")
+            cjk = page.evaluate(CJK_FONT)
+            if cjk is not None and not (cjk["family"].startswith('"Book CJK"')
+                                        and "loaded" in cjk["status"]):
+                found.append(f"Chinese is not set in the book's CJK font: {cjk}")
 
             broken = page.evaluate(BROKEN_IMAGES)
             if broken:

@@ -23,6 +23,7 @@ BUGS = {
     "bug_saturation_upper_only": {"stats": "count both ends"},
     "bug_layer_input_is_output": {"input": "that is the layer's output"},
     "bug_layer_input_not_cloned": {"input": "changed later by an in-place operation"},
+    "bug_stats_not_cloned": {"stats": "changed later by an in-place operation"},
     "bug_shift_signed": {"shift": "take the absolute value"},
     "bug_shift_unbiased": {"shift": "population standard deviation"},
     "bug_standardize_unbiased": {"standardize": "unbiased variance"},

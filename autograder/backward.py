@@ -262,7 +262,7 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         gap = discrepancy(mine, same, exact)
         if gap is not None:
             hint = _gradient_hint(kind, index, mine, x, weight, g, exact, case.eps)
-            fail(f"{where}: {name} differs from torch's (autograd through {kind.reference}) by up to "
+            fail(f"{where}: {name} differs from the reference (autograd through {kind.reference}) by up to "
                  f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.student_value:.6g}, torch "
                  f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
                  + (f"\nLikely cause: {hint}" if hint else ""))

@@ -97,6 +97,9 @@ def _stats_hint(stat: str, got: float, values: torch.Tensor, saturation: float) 
         high = float((v > 1 - saturation).double().mean())
         if math.isclose(got, high, rel_tol=SATURATED_REL_TOL, abs_tol=1e-12):
             return "count both ends: a sigmoid is saturated near 0 as well as near 1 (x < s or x > 1 − s)."
+        inclusive = float(((v <= saturation) | (v >= 1 - saturation)).double().mean())
+        if math.isclose(got, inclusive, rel_tol=SATURATED_REL_TOL, abs_tol=1e-12):
+            return "the inequalities are strict: a value equal to s or to 1 − s is not saturated (x < s or x > 1 − s)."
         return f"the fraction of values below {saturation} or above {1 - saturation}, over all values of the output."
     return "compute each statistic over all values of the layer's output (every sample and unit together)."
 
@@ -115,12 +118,18 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
             # the ReLU overwrites fc2's output in place: statistics of a reference kept without a
             # copy, computed after the forward, are those of the ReLU's output
             ([5, 12, 12, 3], ["fc2", "act2"], 0.05, 15, True, "fc2"),
+            # "spy" passes x through unchanged, and x holds values exactly at s and 1 − s (0.25 and
+            # 0.75 are exact in binary): the inequalities must be strict
+            ([4, 8, 3], ["spy", "act1"], 0.25, 6, True, None),
         ]
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, names, saturation, batch, train, inplace_relu_after) in enumerate(configs):
                 spec = model_spec(widths, seed, device, dtype, train, inplace_relu_after=inplace_relu_after)
-                x = channel_input((batch, widths[0]), seed=seed + 10).to(device, dtype)
+                x = channel_input((batch, widths[0]), seed=seed + 10)
+                if "spy" in names:
+                    x[:2] = torch.tensor([saturation, 1 - saturation], dtype=x.dtype)[:, None]
+                x = x.to(device, dtype)
                 what = (
                     f"activation_stats on a {len(widths) - 1}-layer sigmoid MLP in "
                     f"{'training' if train else 'eval'} mode ({str(dtype).replace('torch.', '')}, {device.type}), "

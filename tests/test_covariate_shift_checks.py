@@ -21,6 +21,7 @@ BUGS = {
     "bug_unbiased_std": {"stats": "unbiased standard deviation"},
     "bug_nearest_rank_percentiles": {"stats": "nearest-rank percentile"},
     "bug_saturation_upper_only": {"stats": "count both ends"},
+    "bug_saturation_inclusive": {"stats": "the inequalities are strict"},
     "bug_layer_input_is_output": {"input": "that is the layer's output"},
     "bug_layer_input_not_cloned": {"input": "changed later by an in-place operation"},
     "bug_stats_not_cloned": {"stats": "changed later by an in-place operation"},

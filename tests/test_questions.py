@@ -254,3 +254,23 @@ def test_every_numeric_key_tells_the_right_answer_from_the_naive_ones():
         for naive in NAIVE_ANSWERS[where]:
             with pytest.raises(CheckFailed, match="not right"):
                 questions.grade_number(naive, "Q", why="", **tolerance)
+
+
+def test_the_stated_tolerance_is_the_keys():
+    """A question that says "graded within 1 % (or 10⁻⁴) of the right value" is graded so."""
+    stated = 0
+    for path in source_notebooks():
+        cells = nbformat.read(path, as_version=4).cells
+        for i, cell in enumerate(cells):
+            if not (is_test_cell(cell) and nbgrader_meta(cell)["grade_id"].startswith("test_question_")):
+                continue
+            call = grade_calls(hidden_part(cell.source))[0]
+            text = " ".join(next(c.source for c in reversed(cells[:i]) if c.cell_type == "markdown").split())
+            percent = re.search(r"graded within (\d+(?:\.\d+)?) % of the right value", text)
+            power = re.search(r"graded within \$10\^\{(-\d+)\}\$ of the right value", text)
+            if percent or power:
+                stated += 1
+                rtol, atol = keyword(call, "rtol", 0.02), keyword(call, "atol", 0.0)
+                expected = (float(percent.group(1)) / 100, 0.0) if percent else (0.0, 10.0 ** int(power.group(1)))
+                assert (rtol, atol) == pytest.approx(expected), (path.parent.name, call.args[1], (rtol, atol), expected)
+    assert stated >= 4, stated

@@ -175,10 +175,10 @@ def test_no_key_explanation_or_answer_reaches_students():
 
 # The rule every exercise states once, in these words, above its questions.
 SCORING_RULE = (
-    "**What earns the point.** Your answer alone (the letter or the number) decides the point. Where a "
-    "reason is asked for, `why_q1` (and so on) must hold a sentence of at least four words, or the "
-    "question earns nothing; what the sentence says is not scored, and your instructor reads it beside "
-    "your answer."
+    "**What earns the point.** Your answer (the letter or the number) decides the point. Where a reason "
+    "is asked for, `why_q1` (and so on) must hold a sentence of at least four words, or the question "
+    "earns nothing. The grader does not score what the sentence says; your instructor reads it beside "
+    "your answer and may take the point away if it shows a right answer reached for a wrong reason."
 )
 STATES_THE_RULE = ["01_covariate_shift", "02_batch_norm", "02b_batch_norm_backward", "03_layer_norm",
                    "04_instance_group_norm", "05_data_vs_layer_norm"]
@@ -193,7 +193,7 @@ def test_the_notebook_says_what_earns_a_question_its_point(assignment):
 
 def test_the_stated_rule_holds_a_reason_is_needed_and_not_scored():
     """As the rule says: without a sentence in why_qN the right answer earns nothing; with any
-    sentence of four words it earns the point."""
+    sentence of four words the grader gives the point (the instructor may take it back by hand)."""
     checked = 0
     for assignment, answer, test in question_cells():
         if "check_justification" not in visible_part(test.source):

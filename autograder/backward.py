@@ -19,6 +19,7 @@ import torch.nn.functional as F
 
 from autograder import forbidden, integrity
 from autograder.backward_formulas import Axes, input_gradient, normalized
+from autograder.formulas import standardize, statistic_misreadings
 from autograder.devices import devices_for
 from autograder.seeding import generator
 from autograder.inputs import channel_input, random_tensor, sample_input
@@ -103,10 +104,10 @@ def _layer_norm_cases(full: bool) -> list[Case]:
         Case(sample_input((4, 6), seed=11), (6,)),
         Case(sample_input((2, 3, 5), seed=12), (5,), note="tokens (B, T, D)", eps=1e-3),
         Case(sample_input((3, 8), seed=13, mean=100.0), (8,), F32, note="mean 100"),
+        Case(sample_input((2, 3, 4, 4), seed=14), (3, 4, 4), note="images, normalized over (C, H, W)"),
     ]
     if full:
         cases += [
-            Case(sample_input((2, 3, 4, 4), seed=14), (3, 4, 4), note="images, normalized over (C, H, W)"),
             Case(sample_input((5, 2), seed=15), (2,), note="two features"),
             Case(sample_input((3, 4, 6), seed=16, std=1e-3), (6,), note="std 1e-3: ε matters"),
             Case(sample_input((2, 4, 3, 3), seed=17), (4, 3, 3), F32, channels_last=True),
@@ -127,8 +128,29 @@ def _wrong_dims(kind: Kind, x: torch.Tensor, axes: Axes) -> list[tuple[int, ...]
     if kind is BATCH_NORM:
         options = [(0,), tuple(range(1, x.dim()))]
     else:
-        options = [(0,)]
+        options = [(0,), (x.dim() - 1,)]  # the batch; the last dim only, whatever γ's shape
     return [d for d in options if d != axes.stat_dims]
+
+
+def _dims_hint(kind: Kind, dims: tuple[int, ...], axes: Axes, backward: bool) -> str:
+    extent = "the last weight.dim() dims" if kind is LAYER_NORM else "every dim except the channel dim 1"
+    if backward:
+        return (f"the means in your backward run over dims {dims}, but {kind.name}'s statistics cover dims "
+                f"{axes.stat_dims} ({extent}); the means must cover the same dims.")
+    return f"your statistics run over dims {dims}, but {kind.name} normalizes over dims {axes.stat_dims} ({extent})."
+
+
+def _output_hint(kind: Kind, got: torch.Tensor, x, weight, bias, exact, eps: float) -> str | None:
+    """The classic misconception behind a wrong output: the statistics misread (the shared list of
+    every chapter, :func:`autograder.formulas.statistic_misreadings`), or taken over other dims."""
+    x, weight, bias = x.double().cpu(), weight.double().cpu(), bias.double().cpu()
+    axes = kind.axes(x, weight.shape)
+    candidates = statistic_misreadings(x, axes.stat_dims, eps)
+    candidates += [(standardize(x, dims, eps), _dims_hint(kind, dims, axes, backward=False))
+                   for dims in _wrong_dims(kind, x, axes)]
+    affine = [(c * weight.reshape(axes.param_view) + bias.reshape(axes.param_view), text) for c, text in candidates]
+    affine.append((normalized(x, axes, eps)[0], "γ (weight) and β (bias) are not applied: y = γ·x̂ + β."))
+    return closest_explanation(affine, got, exact)
 
 
 def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exact, eps: float) -> str | None:
@@ -153,11 +175,20 @@ def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exac
              "the projection uses sums where it needs means: mean(ĝ) and mean(ĝ·x̂), i.e. divide the sums by m."),
             (input_gradient(x, torch.ones_like(weight), g, axes, eps),
              "γ is missing: the gradient reaching x̂ is ĝ = γ·g."),
+            (input_gradient(*args, scale_eps=0.0),
+             "ε is missing in your backward: 1/σ = 1/sqrt(σ² + ε), the same σ as in the forward."),
+            (input_gradient(x, weight, g, axes, 0.0),
+             "ε is missing in your backward: 1/σ = 1/sqrt(σ² + ε), the same σ as in the forward."),
         ]
+        if kind is LAYER_NORM:
+            candidates.append((
+                weight.reshape(axes.param_view) * input_gradient(x, torch.ones_like(weight), g, axes, eps),
+                "γ is applied outside the means: in LayerNorm γ varies along the normalized dims, so form "
+                "ĝ = γ·g first and take mean(ĝ) and mean(ĝ·x̂) of it (in BatchNorm γ is constant over a "
+                "channel, so there both orders agree)."))
         for dims in _wrong_dims(kind, x, axes):
             candidates.append((input_gradient(*args, reduce_dims=dims),
-                               f"the means run over dims {dims}; {kind.name}'s statistics cover dims "
-                               f"{axes.stat_dims}, and so must the means in its backward."))
+                               _dims_hint(kind, dims, axes, backward=True)))
         return closest_explanation(candidates, got, exact)
     xhat, _ = normalized(x, axes, eps)
     d, shape = axes.param_dims, exact.shape
@@ -214,8 +245,10 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         fail(f"{where}: forward returned shape {shape_str(got.shape)}; expected {shape_str(exact_out.shape)}.")
     gap = discrepancy(got, same_out, exact_out)
     if gap is not None:
-        fail(f"{where}: your output differs from {kind.reference}'s by up to {gap.max_error:.3g} at {list(gap.index)} "
-             f"(yours {gap.student_value:.6g}, torch {gap.expected_value:.6g}; allowed {gap.allowed:.1g}).")
+        hint = _output_hint(kind, got, x, weight, bias, exact_out, case.eps)
+        fail(f"{where}: your output differs from the reference ({kind.reference}) by up to {gap.max_error:.3g} at "
+             f"{list(gap.index)} (yours {gap.student_value:.6g}, torch {gap.expected_value:.6g}; allowed "
+             f"{gap.allowed:.1g})." + (f"\nLikely cause: {hint}" if hint else ""))
     if not with_grads:
         return
     grads = report["grads"]
@@ -229,7 +262,7 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         gap = discrepancy(mine, same, exact)
         if gap is not None:
             hint = _gradient_hint(kind, index, mine, x, weight, g, exact, case.eps)
-            fail(f"{where}: {name} differs from torch's (autograd through {kind.reference}) by up to "
+            fail(f"{where}: {name} differs from the reference (autograd through {kind.reference}) by up to "
                  f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.student_value:.6g}, torch "
                  f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
                  + (f"\nLikely cause: {hint}" if hint else ""))

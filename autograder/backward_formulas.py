@@ -47,10 +47,13 @@ def normalized(x: torch.Tensor, axes: Axes, eps: float, correction: int = 0):
 
 
 def input_gradient(x, weight, g, axes: Axes, eps: float, mean_path: bool = True, var_path: bool = True,
-                   correction: int = 0, reduce=torch.mean, reduce_dims: tuple[int, ...] | None = None) -> torch.Tensor:
+                   correction: int = 0, reduce=torch.mean, reduce_dims: tuple[int, ...] | None = None,
+                   scale_eps: float | None = None) -> torch.Tensor:
     """∂L/∂x by the closed form; the flags drop a path, change a reduction or the dims it runs
-    over (wrong versions)."""
+    over, or (``scale_eps``) put another ε in the final 1/σ than in x̂ (wrong versions)."""
     xhat, inv_std = normalized(x, axes, eps, correction)
+    if scale_eps is not None:
+        inv_std = normalized(x, axes, scale_eps, correction)[1]
     ghat = g * weight.reshape(axes.param_view)
     d = axes.stat_dims if reduce_dims is None else reduce_dims
     out = ghat

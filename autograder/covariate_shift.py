@@ -97,6 +97,9 @@ def _stats_hint(stat: str, got: float, values: torch.Tensor, saturation: float) 
         high = float((v > 1 - saturation).double().mean())
         if math.isclose(got, high, rel_tol=SATURATED_REL_TOL, abs_tol=1e-12):
             return "count both ends: a sigmoid is saturated near 0 as well as near 1 (x < s or x > 1 − s)."
+        inclusive = float(((v <= saturation) | (v >= 1 - saturation)).double().mean())
+        if math.isclose(got, inclusive, rel_tol=SATURATED_REL_TOL, abs_tol=1e-12):
+            return "the inequalities are strict: a value equal to s or to 1 − s is not saturated (x < s or x > 1 − s)."
         return f"the fraction of values below {saturation} or above {1 - saturation}, over all values of the output."
     return "compute each statistic over all values of the layer's output (every sample and unit together)."
 
@@ -106,25 +109,37 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
     __tracebackhide__ = True
     integrity.check_untampered()
     tool = student(activation_stats, "activation_stats")
-    configs = [([6, 16, 16, 4], ["act1", "act2"], 0.05, 32, True)]
+    # (widths, layer names, saturation, batch, training mode, Linear followed by nn.ReLU(inplace=True))
+    configs = [([6, 16, 16, 4], ["act1", "act2"], 0.05, 32, True, None)]
     if full:
         configs += [
-            ([5, 12, 12, 12, 3], ["fc1", "act1", "act3", "fc4"], 0.05, 17, False),
-            ([4, 8, 3], ["act1"], 0.1, 2, True),
+            ([5, 12, 12, 12, 3], ["fc1", "act1", "act3", "fc4"], 0.05, 17, False, None),
+            ([4, 8, 3], ["act1"], 0.1, 2, True, None),
+            # the ReLU overwrites fc2's output in place: statistics of a reference kept without a
+            # copy, computed after the forward, are those of the ReLU's output
+            ([5, 12, 12, 3], ["fc2", "act2"], 0.05, 15, True, "fc2"),
+            # "spy" passes x through unchanged, and x holds values exactly at s and 1 − s (0.25 and
+            # 0.75 are exact in binary): the inequalities must be strict
+            ([4, 8, 3], ["spy", "act1"], 0.25, 6, True, None),
         ]
     for device in devices_for(full):
         for dtype in _dtypes(full):
-            for seed, (widths, names, saturation, batch, train) in enumerate(configs):
-                spec = model_spec(widths, seed, device, dtype, train)
-                x = channel_input((batch, widths[0]), seed=seed + 10).to(device, dtype)
+            for seed, (widths, names, saturation, batch, train, inplace_relu_after) in enumerate(configs):
+                spec = model_spec(widths, seed, device, dtype, train, inplace_relu_after=inplace_relu_after)
+                x = channel_input((batch, widths[0]), seed=seed + 10)
+                if "spy" in names:
+                    x[:2] = torch.tensor([saturation, 1 - saturation], dtype=x.dtype)[:, None]
+                x = x.to(device, dtype)
                 what = (
                     f"activation_stats on a {len(widths) - 1}-layer sigmoid MLP in "
                     f"{'training' if train else 'eval'} mode ({str(dtype).replace('torch.', '')}, {device.type}), "
                     f"layers {names}, saturation {saturation}"
+                    + (f", where nn.ReLU(inplace=True) follows '{inplace_relu_after}'" if inplace_relu_after else "")
                 )
                 report = tool.call("observe_tools.run_tool", spec, x, (names, saturation))
                 got = judge_tool_report(report, what)
                 recorded = _recorded_outputs(build_model(spec), x, names)
+                overwritten = _recorded_outputs(build_model(spec), x, names, clone=False)
                 if not isinstance(got, dict) or sorted(got) != sorted(names):
                     fail(f"{what}: return a dict with one entry per requested layer name {names}, got {report['shown']}.")
                 for name in names:
@@ -145,9 +160,19 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
                         else:
                             tolerance = 2e-6 * max(scale, abs(expected[stat]))
                         if not abs(value - expected[stat]) <= tolerance:
+                            late = expected_stats(overwritten[name], saturation)[stat]
+                            if not torch.equal(overwritten[name], recorded[name]) and abs(value - late) <= tolerance:
+                                cause = (
+                                    f"the output of '{name}' you kept was changed later by an in-place operation "
+                                    "(here the next layer, an in-place ReLU, overwrites it), and you computed the "
+                                    "statistics after the forward. Store a copy in the hook, output.detach().clone(), "
+                                    "or compute the statistics inside the hook."
+                                )
+                            else:
+                                cause = _stats_hint(stat, value, recorded[name], saturation)
                             fail(
                                 f"{what}: result['{name}']['{stat}'] is {value:.9g}, expected {expected[stat]:.9g}.\n"
-                                f"Likely cause: {_stats_hint(stat, value, recorded[name], saturation)}"
+                                f"Likely cause: {cause}"
                             )
     _check_cleanup_on_error(tool, "activation_stats on a model whose forward raises", 7, (["act1"], 0.05))
 

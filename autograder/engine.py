@@ -213,8 +213,8 @@ def compare_case(
         mine, theirs = found[name], getattr(reference, name)
         if mine is not None and "shape" in mine and isinstance(theirs, torch.Tensor) and tuple(mine["shape"]) != tuple(theirs.shape):
             fail(
-                f"{case.describe()}: your `{name}` has shape {shape_str(mine['shape'])}, "
-                f"{case.reference_name}'s has {shape_str(theirs.shape)}."
+                f"{case.describe()}: your `{name}` has shape {shape_str(mine['shape'])}; "
+                f"in the reference ({case.reference_name}) it has {shape_str(theirs.shape)}."
             )
     observe.load_state(exact_reference, case.state, case.dtype)
     initial = {n: (None if getattr(exact_reference, n) is None else getattr(exact_reference, n).detach().clone()) for n in buffers}
@@ -301,7 +301,7 @@ def _phrase(finding: Finding, what: str, hint: Hint | None) -> str:
         gap = finding.discrepancy
         index = "[" + ", ".join(str(i) for i in gap.index) + "]"
         body = (
-            f"your {finding.name} differs from {finding.case.reference_name}'s: max error "
+            f"your {finding.name} differs from the reference ({finding.case.reference_name}): max error "
             f"{gap.max_error:.3g} at {index} (yours {gap.student_value:.6g}, torch "
             f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
         )

@@ -119,6 +119,8 @@ def covariate_shift_class() -> dict[str, tuple[nbformat.NotebookNode, list[float
         "stub": (release(a), [0] * 6),
         "alternatives": (notebook_with_code(a, catalogue(a, "correct_alternatives")), [2, 2, 2, 2, 0, 0]),
         "hooks_not_removed": (notebook_with_code(a, catalogue(a, "bug_hooks_not_removed")), [0, 2, 2, 2, 0, 0]),
+        # right on every visible check; the hidden in-place ReLU case overwrites the output it kept
+        "stats_not_cloned": (notebook_with_code(a, catalogue(a, "bug_stats_not_cloned")), [0, 2, 2, 2, 0, 0]),
         "standardize_unbiased": (notebook_with_code(a, catalogue(a, "bug_standardize_unbiased")), [2, 2, 2, 0, 0, 0]),
         "layer_norm_cheat": (notebook_with_code(a, catalogue(a, "cheat_layer_norm_transposed")), [2, 2, 2, 0, 0, 0]),
         "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_unbiased_std"), [GRADER_DISABLING_CELL]), [0] * 6),
@@ -173,6 +175,7 @@ def backward_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
         "step_by_step": (notebook_with_code(a, catalogue(a, "correct_step_by_step")), [4, 3, 0, 0, 0]),
         "no_mean_path": (notebook_with_code(a, catalogue(a, "bug_no_mean_path")), [0, 0, 0, 0, 0]),
         "param_grads_swapped": (notebook_with_code(a, catalogue(a, "bug_param_grads_swapped")), [0, 0, 0, 0, 0]),
+        "gamma_outside_means": (notebook_with_code(a, catalogue(a, "bug_layer_norm_gamma_outside_means")), [4, 0, 0, 0, 0]),
         # Right numbers, but autograd differentiates inside the Function: nothing for either part.
         "autograd_cheat": (notebook_with_code(a, catalogue(a, "cheat_autograd_in_backward")), [0, 0, 0, 0, 0]),
         "grader_disabled": (notebook_with_code(a, catalogue(a, "bug_no_mean_path"), [GRADER_DISABLING_CELL]), [0] * 5),

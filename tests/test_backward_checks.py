@@ -32,7 +32,12 @@ BUGS = {
     "bug_weight_grad_uses_x": both("uses x̂ (the normalized input), not x"),
     "bug_param_grads_averaged": both("a mean where a sum belongs"),
     "bug_eps_hardcoded": both("eps=0.001"),
-    "bug_means_over_batch_only": {"bn": "the means run over dims (0,)", "ln": "the means run over dims (0,)"},
+    "bug_means_over_batch_only": both("the means in your backward run over dims (0,)"),
+    "bug_unbiased_in_forward": both("you normalize with the unbiased variance"),
+    "bug_no_eps_in_backward": both("ε is missing in your backward"),
+    "bug_layer_norm_gamma_outside_means": {"ln": "γ is applied outside the means"},
+    # fails a visible check: images normalized over (C, H, W) are among the visible cases
+    "bug_layer_norm_last_dim_only": {"ln": "your statistics run over dims (3,)"},
 }
 CHEATS = {
     "cheat_autograd_in_backward": no_points(*BOTH),
@@ -68,3 +73,28 @@ def test_letting_autograd_or_torch_do_the_work_earns_nothing(name, tmp_path):
 
 def test_the_released_stub_fails_every_part():
     CATALOGUE.assert_stub_fails()
+
+
+def test_layer_norm_over_the_last_dim_only_fails_a_visible_check():
+    """Images normalized over (C, H, W) are a visible case: a LayerNorm over the last dim only,
+    right for tokens, does not pass every check a student can run."""
+    got = CATALOGUE.results(CATALOGUE._code("bug", "bug_layer_norm_last_dim_only"), full=False)
+    assert got["bn"] is None and "your statistics run over dims (3,)" in got["ln"], got
+
+
+def test_what_going_further_says_about_double_backward():
+    """The notebook's last section: a backward that uses the x̂ and 1/σ saved by forward passes
+    gradcheck and fails gradgradcheck; one that recomputes them from the saved inputs passes both."""
+    import torch
+    from course import load_namespace, solution_code
+
+    x = torch.randn(6, 3, 2, dtype=torch.float64, generator=torch.Generator().manual_seed(0)).requires_grad_()
+    weight = (torch.rand(3, dtype=torch.float64) + 0.5).requires_grad_()
+    bias = torch.rand(3, dtype=torch.float64).requires_grad_()
+    results = {}
+    for name, code in (("saved", solution_code(ASSIGNMENT)), ("recomputed", CATALOGUE.correct()["correct_recomputes_in_backward"])):
+        function = load_namespace(ASSIGNMENT, code)["BatchNormFunction"]
+        apply = lambda *t, f=function: f.apply(*t, 1e-5)
+        results[name] = (torch.autograd.gradcheck(apply, (x, weight, bias), raise_exception=False),
+                         torch.autograd.gradgradcheck(apply, (x, weight, bias), raise_exception=False))
+    assert results == {"saved": (True, False), "recomputed": (True, True)}, results

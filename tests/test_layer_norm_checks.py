@@ -39,7 +39,7 @@ BUGS = {
     "bug_siglip_post_ln_wiring": {"siglip": "pre-LN wiring"},
     "bug_siglip_shared_norm": {"siglip": "holds 3 instances of your LayerNorm"},
     "bug_siglip_source_name": {"siglip": "not post_layer_norm"},
-    "bug_forgets_bias": {"forward": "your output differs from torch.nn.LayerNorm's"},
+    "bug_forgets_bias": {"forward": "your output differs from the reference (torch.nn.LayerNorm)"},
     "bug_siglip_wiring_and_unbiased": {"forward": "unbiased variance", "siglip": "So the wiring is wrong too"},
     "bug_unbiased_variance": {"forward": "unbiased variance"},
 }

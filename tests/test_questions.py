@@ -171,3 +171,106 @@ def test_no_key_explanation_or_answer_reaches_students():
     for place in (REPO / "exercises", REPO / "autograder", REPO / "book"):
         found += secrets_in(place, secrets)
     assert found == []
+
+
+# The rule every exercise states once, in these words, above its questions.
+SCORING_RULE = (
+    "**What earns the point.** Your answer (the letter or the number) decides the point. Where a reason "
+    "is asked for, `why_q1` (and so on) must hold a sentence of at least four words, or the question "
+    "earns nothing. The grader does not score what the sentence says; your instructor reads it beside "
+    "your answer and may take the point away if it shows a right answer reached for a wrong reason."
+)
+STATES_THE_RULE = ["01_covariate_shift", "02_batch_norm", "02b_batch_norm_backward", "03_layer_norm",
+                   "04_instance_group_norm", "05_data_vs_layer_norm"]
+
+
+@pytest.mark.parametrize("assignment", STATES_THE_RULE)
+def test_the_notebook_says_what_earns_a_question_its_point(assignment):
+    cells = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4).cells
+    text = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
+    assert SCORING_RULE in text
+
+
+def test_the_stated_rule_holds_a_reason_is_needed_and_not_scored():
+    """As the rule says: without a sentence in why_qN the right answer earns nothing; with any
+    sentence of four words the grader gives the point (the instructor may take it back by hand)."""
+    checked = 0
+    for assignment, answer, test in question_cells():
+        if "check_justification" not in visible_part(test.source):
+            continue
+        where = (assignment, nbgrader_meta(test)["grade_id"])
+        why = re.search(r"^(why_q\d+)\s*=", answer.source, re.M).group(1)
+        for sentence, scores in (("", False), ("because", False), ("this is my reason", True)):
+            namespace: dict = {}
+            exec(answer.source, namespace)
+            namespace[why] = sentence
+            if scores:
+                exec(test.source, namespace)
+            else:
+                with pytest.raises(CheckFailed, match="justify your answer"):
+                    exec(test.source, namespace)
+        checked += 1
+    assert checked >= 6, checked
+
+
+# The naive wrong answers of each numeric question (what a student who makes the classic slip gets):
+# the key's tolerance must reject every one of them and accept the right answer at the precision the
+# question asks for.
+NAIVE_ANSWERS = {
+    ("01_covariate_shift", 2): [1 / 3.5 ** 0.5, 0.75 / 3.5 ** 0.5],  # 1/σ: μ and σ² held constant; σ² held constant
+    ("02_batch_norm", 1): [1.4, 1.9, 2 / 3, 6.1],  # biased variance; m = N; starting from 0; momentum swapped
+    ("02b_batch_norm_backward", 3): [(14 / 3) ** -0.5, 7.0, 0.534522 / 4, 0.5],  # unbiased; x for x̂; mean; one digit
+    ("03_layer_norm", 2): [1.5, 1.0, 3.0],  # unbiased; BatchNorm's pooling; no division
+    ("05_data_vs_layer_norm", 2): [0.5, 0.5 / (1 + 1e-5) ** 0.5],  # transform's value; s² = 1 with ε
+    ("06_training_dynamics", 2): [0.9, 0.1, 0.9 ** 15],  # one update per step; momentum itself; off by one
+    ("07_practice_lab", 2): [1.0, 192 / 191, 16 / 15, 65536 / 65535],  # no correction; local count; images; n·H·W twice
+}
+# The right answer, as written at the precision the question asks for.
+ROUNDED_RIGHT = {
+    ("01_covariate_shift", 2): [0.0, 1e-5],
+    ("02_batch_norm", 1): [1.567, 1.57],
+    ("02b_batch_norm_backward", 3): [0.53, 0.535],
+    ("03_layer_norm", 2): [1.732, 1.7320508],  # without ε, the same to six digits
+    ("05_data_vs_layer_norm", 2): [158.1, 158.0],
+    ("06_training_dynamics", 2): [0.185, 0.1853],
+    ("07_practice_lab", 2): [1.000978, 1.00098],
+}
+
+
+def test_every_numeric_key_tells_the_right_answer_from_the_naive_ones():
+    numeric = {}
+    for assignment, answer, test in question_cells():
+        call = grade_calls(hidden_part(test.source))[0]
+        if call.func.attr == "grade_number":
+            numeric[(assignment, int(nbgrader_meta(test)["grade_id"].rsplit("_", 1)[1]))] = call
+    # every numeric question of these exercises has its naive answers here
+    assert {k for k in numeric if k[0] in STATES_THE_RULE} <= set(NAIVE_ANSWERS), sorted(numeric)
+    for where, call in numeric.items():
+        if where not in NAIVE_ANSWERS:
+            continue
+        tolerance = {"key": keyword(call, "key"), "rtol": keyword(call, "rtol", 0.02), "atol": keyword(call, "atol", 0.0)}
+        for right in ROUNDED_RIGHT[where]:
+            questions.grade_number(right, "Q", why="", **tolerance)
+        for naive in NAIVE_ANSWERS[where]:
+            with pytest.raises(CheckFailed, match="not right"):
+                questions.grade_number(naive, "Q", why="", **tolerance)
+
+
+def test_the_stated_tolerance_is_the_keys():
+    """A question that says "graded within 1 % (or 10⁻⁴) of the right value" is graded so."""
+    stated = 0
+    for path in source_notebooks():
+        cells = nbformat.read(path, as_version=4).cells
+        for i, cell in enumerate(cells):
+            if not (is_test_cell(cell) and nbgrader_meta(cell)["grade_id"].startswith("test_question_")):
+                continue
+            call = grade_calls(hidden_part(cell.source))[0]
+            text = " ".join(next(c.source for c in reversed(cells[:i]) if c.cell_type == "markdown").split())
+            percent = re.search(r"graded within (\d+(?:\.\d+)?) % of the right value", text)
+            power = re.search(r"graded within \$10\^\{(-\d+)\}\$ of the right value", text)
+            if percent or power:
+                stated += 1
+                rtol, atol = keyword(call, "rtol", 0.02), keyword(call, "atol", 0.0)
+                expected = (float(percent.group(1)) / 100, 0.0) if percent else (0.0, 10.0 ** int(power.group(1)))
+                assert (rtol, atol) == pytest.approx(expected), (path.parent.name, call.args[1], (rtol, atol), expected)
+    assert stated >= 4, stated

@@ -22,7 +22,7 @@ def activation_stats(model: nn.Module, x: torch.Tensor, layer_names: list[str],
     handles = []
     for name in layer_names:
         def keep(module, inputs, output, name=name):
-            outputs[name] = output.detach()
+            outputs[name] = output.detach().clone()
         handles.append(modules[name].register_forward_hook(keep))
     try:
         with torch.no_grad():

@@ -1,11 +1,12 @@
-"""One replica of chapter 7's data-parallel BatchNorm demo (gloo backend, CPU, loopback only).
+"""One replica of chapter 7's data-parallel BatchNorm demo (gloo, CPU, loopback only).
 
 The chapter starts two copies of this script:
     python _ddp_demo.py RANK WORLD_SIZE PORT OUT_DIR
-Every replica builds the same global batch from a fixed seed, keeps its own (uneven) shard,
-normalizes it in three ways (BatchNorm on the shard alone; statistics all-reduced across the
-replicas, with four kinds of all-reduce; torch.nn.SyncBatchNorm) and saves what it saw to
-OUT_DIR/rank<RANK>.pt. The chapter compares the results with one BatchNorm2d on the whole batch.
+Every replica builds the same global batch from a fixed seed, keeps its own (uneven)
+shard, normalizes it in three ways (BatchNorm on the shard alone; statistics all-reduced
+across the replicas, with four kinds of all-reduce; torch.nn.SyncBatchNorm) and saves
+what it saw to OUT_DIR/rank<RANK>.pt. The chapter compares the results with one
+BatchNorm2d on the whole batch.
 """
 import datetime
 import sys
@@ -27,8 +28,9 @@ def global_batch():
     different means and scales, gamma and beta, and the weights of a loss sum(w * y)."""
     gen = torch.Generator().manual_seed(0)
     n = sum(SHARDS)
-    offset = torch.linspace(-2.0, 2.0, n).view(n, 1, 1, 1)          # images differ in level
-    x = 3.0 * torch.randn(n, C, H, W, generator=gen) + 5.0 + offset * torch.arange(1, C + 1).view(1, C, 1, 1)
+    offset = torch.linspace(-2.0, 2.0, n).view(n, 1, 1, 1)     # images differ in level
+    levels = offset * torch.arange(1, C + 1).view(1, C, 1, 1)
+    x = 3.0 * torch.randn(n, C, H, W, generator=gen) + 5.0 + levels
     gamma = 1.0 + 0.2 * torch.randn(C, generator=gen)
     beta = 0.5 * torch.randn(C, generator=gen)
     w = torch.randn(n, C, H, W, generator=gen)
@@ -37,7 +39,8 @@ def global_batch():
 
 class SumOverReplicas(torch.autograd.Function):
     """All-reduce (sum) that autograd can see: the gradient of a sum over replicas
-    with respect to one replica's term is the sum of the replicas' incoming gradients."""
+    with respect to one replica's term is the sum of the replicas' incoming
+    gradients."""
 
     @staticmethod
     def forward(ctx, t):
@@ -53,21 +56,23 @@ class SumOverReplicas(torch.autograd.Function):
 
 
 def normalize_synced(x, gamma, beta, running_mean, running_var, all_reduce):
-    """BatchNorm2d in training mode with statistics over ALL replicas' images: one all-reduce of
-    the per-channel sum, sum of squares and count (accumulated in float64), then the global mean
-    and biased variance; the running variance gets the unbiased variance from the global count."""
+    """BatchNorm2d in training mode with statistics over ALL replicas' images: one
+    all-reduce of the per-channel sum, sum of squares and count (accumulated in
+    float64), then the global mean and biased variance; the running variance gets the
+    unbiased variance from the global count."""
     x64 = x.double()
     local = torch.cat([x64.sum((0, 2, 3)), (x64 * x64).sum((0, 2, 3)),
                        x64.new_tensor([x[:, 0].numel()])])
     total = all_reduce(local)
     s, ss, n = total[:C], total[C:2 * C], total[-1]
     mean = s / n
-    var = ss / n - mean * mean                                  # biased: used to normalize
+    var = ss / n - mean * mean                      # biased: used to normalize
     with torch.no_grad():
         running_mean.mul_(1 - MOMENTUM).add_(MOMENTUM * mean.float())
         running_var.mul_(1 - MOMENTUM).add_(MOMENTUM * (var * n / (n - 1)).float())
-    x_hat = (x - mean.float().view(1, C, 1, 1)) * torch.rsqrt(var.float().view(1, C, 1, 1) + EPS)
-    return gamma.view(1, C, 1, 1) * x_hat + beta.view(1, C, 1, 1), mean.float(), var.float()
+    mean, var = mean.float(), var.float()
+    x_hat = (x - mean.view(1, C, 1, 1)) * torch.rsqrt(var.view(1, C, 1, 1) + EPS)
+    return gamma.view(1, C, 1, 1) * x_hat + beta.view(1, C, 1, 1), mean, var
 
 
 def plain_all_reduce(t):
@@ -78,7 +83,8 @@ def plain_all_reduce(t):
 
 
 def main():
-    rank, world, port, out_dir = int(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+    rank, world, port = (int(a) for a in sys.argv[1:4])
+    out_dir = sys.argv[4]
     torch.set_num_threads(1)
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, timeout=datetime.timedelta(seconds=60))
@@ -104,11 +110,13 @@ def main():
     y, mean, var = normalize_synced(xg, gamma, beta, rm, rv, SumOverReplicas.apply)
     (y * w).sum().backward()
     out.update(sync_y=y.detach(), sync_mean=mean.detach(), sync_var=var.detach(),
-               sync_running=(rm, rv), sync_dx=xg.grad, sync_dgamma=gamma.grad, sync_dbeta=beta.grad)
+               sync_running=(rm, rv), sync_dx=xg.grad, sync_dgamma=gamma.grad,
+               sync_dbeta=beta.grad)
 
-    # 3. The same forward with a plain dist.all_reduce: autograd misses the other replicas.
+    # 3. The same forward with a plain dist.all_reduce: autograd misses the others.
     xp = x.clone().requires_grad_()
-    yp, _, _ = normalize_synced(xp, gamma0, beta0, torch.zeros(C), torch.ones(C), plain_all_reduce)
+    yp, _, _ = normalize_synced(xp, gamma0, beta0, torch.zeros(C), torch.ones(C),
+                                plain_all_reduce)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         (yp * w).sum().backward()
@@ -117,23 +125,26 @@ def main():
     out["plain_warning"] = [str(c.message).split(". ")[0] for c in caught]
 
     # 3b. torch's differentiable all-reduces: torch.distributed.nn.functional.all_reduce
-    #     (deprecated in torch 2.13) and the replacement its warning names. The backward of
-    #     both all-reduces the incoming gradient, like SumOverReplicas.
+    #     (deprecated in torch 2.13) and the replacement its warning names. The
+    #     backward of both all-reduces the incoming gradient, like SumOverReplicas.
     torch_all_reduces = {"fn": dist_fn.all_reduce,
-                         "funcol": lambda t: funcol.all_reduce(t, "sum", dist.group.WORLD)}
+                         "funcol": lambda t: funcol.all_reduce(t, "sum",
+                                                               dist.group.WORLD)}
     for key, all_reduce in torch_all_reduces.items():
         xf = x.clone().requires_grad_()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            yf, _, _ = normalize_synced(xf, gamma0, beta0, torch.zeros(C), torch.ones(C), all_reduce)
+            yf, _, _ = normalize_synced(xf, gamma0, beta0, torch.zeros(C),
+                                        torch.ones(C), all_reduce)
             (yf * w).sum().backward()
         out[f"{key}_y"], out[f"{key}_dx"] = yf.detach().clone(), xf.grad
-        out[f"{key}_warning"] = [str(c.message) for c in caught if issubclass(c.category, FutureWarning)]
+        out[f"{key}_warning"] = [str(c.message) for c in caught
+                                 if issubclass(c.category, FutureWarning)]
 
     # 4. The backward written out: two per-channel sums, all-reduced (torch calls them
     #    sum_dy and sum_dy_xmu), give every replica the gradient of the global batch.
     with torch.no_grad():
-        g = w                                                    # dL/dy for L = sum(w * y)
+        g = w                                       # dL/dy for L = sum(w * y)
         invstd = torch.rsqrt(var + EPS).view(1, C, 1, 1)
         xmu = x - mean.view(1, C, 1, 1)
         sums = torch.cat([g.sum((0, 2, 3)), (g * xmu).sum((0, 2, 3))])
@@ -148,7 +159,7 @@ def main():
     try:
         sbn(x)
         out["syncbn"] = "ran without error"
-    except Exception as e:                                       # report, never a traceback
+    except Exception as e:                          # report, never a traceback
         out["syncbn"] = f"{type(e).__name__}: {e}"
 
     torch.save(out, f"{out_dir}/rank{rank}.pt")

@@ -254,6 +254,11 @@ CJK_FONT = """async () => {
 WIDE_EQUATIONS = """() => [...document.querySelectorAll('mjx-container[display]')]
   .filter(e => e.scrollWidth > e.clientWidth + 1).map(e => e.textContent.slice(0, 60))"""
 
+# Shown code blocks whose lines do not fit their box at this width (the reader must scroll).
+WIDE_CODE = """() => [...document.querySelectorAll('div.highlight pre')]
+  .filter(e => e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1)
+  .map(e => e.textContent.split('\\n').reduce((a, b) => b.length > a.length ? b : a).slice(0, 60))"""
+
 LINKS = "() => [...document.querySelectorAll('a[href]')].map(a => a.href)"
 UNFOLD = "a => { for (let d = a.closest('details'); d; d = d.parentElement.closest('details')) d.open = true; }"
 SIDEBAR_LINKS = "() => [...document.querySelectorAll('.bd-sidebar-primary a[href]')].map(a => a.href)"
@@ -329,6 +334,8 @@ def test_reader_path(built_book, browser):
 
             if wide := page.evaluate(WIDE_EQUATIONS):
                 found.append(f"display equations wider than the page at 1280 px: {wide[:3]}")
+            if wide := page.evaluate(WIDE_CODE):
+                found.append(f"code lines wider than the page at 1280 px: {wide[:3]}")
             cjk = page.evaluate(CJK_FONT)
             if cjk is not None and not (cjk["family"].startswith('"Book CJK"')
                                         and "loaded" in cjk["status"]):

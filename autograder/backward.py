@@ -215,7 +215,7 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
     gap = discrepancy(got, same_out, exact_out)
     if gap is not None:
         fail(f"{where}: your output differs from {kind.reference}'s by up to {gap.max_error:.3g} at {list(gap.index)} "
-             f"(yours {gap.student_value:.6g}, torch {gap.expected_value:.6g}; allowed {gap.allowed:.1g}).")
+             f"(yours {gap.shown[0]}, torch {gap.shown[1]}; allowed {gap.allowed:.1g}).")
     if not with_grads:
         return
     grads = report["grads"]
@@ -230,8 +230,8 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         if gap is not None:
             hint = _gradient_hint(kind, index, mine, x, weight, g, exact, case.eps)
             fail(f"{where}: {name} differs from torch's (autograd through {kind.reference}) by up to "
-                 f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.student_value:.6g}, torch "
-                 f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
+                 f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.shown[0]}, torch "
+                 f"{gap.shown[1]}; allowed {gap.allowed:.1g})."
                  + (f"\nLikely cause: {hint}" if hint else ""))
 
 

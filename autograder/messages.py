@@ -26,10 +26,13 @@ def shape_str(shape) -> str:
 
 def two_values(a: float, b: float, digits: int = 6) -> tuple[str, str]:
     """``a`` and ``b`` with ``digits`` significant digits, or with more where that prints two
-    different numbers the same (-1.5637 and -1.5637 for -1.563702 and -1.563708): a message
-    that says two values differ shows them differing. 17 digits tell every two float64 apart."""
-    for shown in range(digits, 18):
-        x, y = f"{a:.{shown}g}", f"{b:.{shown}g}"
-        if x != y or a == b or not (math.isfinite(a) and math.isfinite(b)):
-            return x, y
+    different numbers the same (-1.5637 and -1.5637 for -1.5637002 and -1.5637008): a message
+    that says two values differ shows them differing, with the same number of digits
+    (-1.563700 and -1.563701, not -1.5637 and -1.563701). 17 digits tell every two float64 apart."""
+    if a == b or not (math.isfinite(a) and math.isfinite(b)) or f"{a:.{digits}g}" != f"{b:.{digits}g}":
+        return f"{a:.{digits}g}", f"{b:.{digits}g}"
+    for shown in range(digits + 1, 18):
+        x, y = (f"{v:#.{shown}g}".rstrip(".") for v in (a, b))  # '#': trailing zeros kept
+        if x != y:
+            break
     return x, y

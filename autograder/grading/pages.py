@@ -117,6 +117,9 @@ def protect_file(html: str) -> str:
 
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+# nbgrader's bootstrap stylesheet, which its GenerateFeedback puts on the template path.
+BOOTSTRAP_CSS = (Path(__import__("nbgrader").__file__).resolve().parent / "server_extensions" / "formgrader" / "static"
+                 / "node_modules" / "bootstrap" / "dist" / "css")
 FEEDBACK_TEMPLATE = "course_feedback"
 MATHJAX_FILE = Path(autograder.__file__).resolve().parents[1] / "book" / "_static" / "mathjax" / "tex-svg.js"
 MATH = re.compile(r"\$|\\\(|\\\[|\\begin\{")

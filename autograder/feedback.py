@@ -12,9 +12,20 @@ import re
 
 from nbgrader import utils
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+from traitlets import HasTraits, List
 
 
-class HideTracebacks(NbGraderPreprocessor):
+class Configurable(HasTraits):
+    """nbconvert's exporters configure ``display_data_priority`` for every preprocessor, and
+    nbgrader's base class declares it without ``config=True``: generate_feedback then warns
+    "Config option `display_data_priority` not recognized" once per preprocessor. nbgrader's own
+    GetGrades declares it configurable; so do ours."""
+
+    display_data_priority = List(['text/html', 'application/pdf', 'text/latex', 'image/svg+xml', 'image/png',
+                                  'image/jpeg', 'text/plain'], config=True)  # GetGrades's
+
+
+class HideTracebacks(Configurable, NbGraderPreprocessor):
     """Replace the traceback of every error in a grade cell by ``ename: evalue``."""
 
     def preprocess_cell(self, cell, resources, index):
@@ -25,7 +36,7 @@ class HideTracebacks(NbGraderPreprocessor):
         return cell, resources
 
 
-class ClearHiddenTestsInTestCells(ClearHiddenTests):
+class ClearHiddenTestsInTestCells(Configurable, ClearHiddenTests):
     """nbgrader's ``ClearHiddenTests``, applied to test cells only.
 
     nbgrader looks for the hidden-test markers in every cell and gives up on the whole notebook
@@ -87,7 +98,7 @@ def verdict_word(score: float, points: float, question: bool) -> str:
     return "wrong" if question else "failed"
 
 
-class GradedVerdicts(NbGraderPreprocessor):
+class GradedVerdicts(Configurable, NbGraderPreprocessor):
     """What the grader concluded, per test cell, for the feedback page (after ``GetGrades``).
 
     Each test cell gets a verdict in ``resources["verdicts"][grade_id]``: its part's name, a word

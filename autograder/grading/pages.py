@@ -157,6 +157,11 @@ def feedback_config(c) -> None:
     c.GenerateFeedback.exporter_class = FeedbackExporter
     c.FeedbackExporter.template_name = FEEDBACK_TEMPLATE
     c.FeedbackExporter.extra_template_basedirs = [str(TEMPLATES)]
+    # nbconvert's sanitizer (bleach's short allow-list) would print the release's headings,
+    # paragraphs and table heads as tags; the scrub (this exporter's preprocessor) has already
+    # made every cell the student wrote plain text, and nbgrader's own feedback template never
+    # sanitized markdown either.
+    c.FeedbackExporter.sanitize_html = False
 
 
 def protect_formgrader(c) -> None:

@@ -2,6 +2,9 @@
 from __future__ import annotations
 
 import math
+import textwrap
+
+WIDTH = 80  # columns of a failed check's message where IPython shows it
 
 
 class CheckFailed(AssertionError):
@@ -10,8 +13,14 @@ class CheckFailed(AssertionError):
     def _render_traceback_(self) -> list[str]:
         """What IPython shows for it (in the live notebook and in nbgrader's Validate): the
         message alone, without the grader's frames. IPython calls this hook instead of
-        formatting a traceback; the message already names the case, what differs and why."""
-        return [f"\x1b[0;31mCheckFailed\x1b[0m: {self}"]
+        formatting a traceback; the message already names the case, what differs and why.
+        Lines are wrapped at :data:`WIDTH` columns: Validate's dialog shows them in a box that
+        does not wrap, and ``nbgrader validate`` cuts every line at 87 columns."""
+        lines = []
+        for line in f"CheckFailed: {self}".splitlines():
+            lines += textwrap.wrap(line, WIDTH, subsequent_indent="  ", break_long_words=False,
+                                   break_on_hyphens=False) or [""]
+        return ["\x1b[0;31mCheckFailed\x1b[0m" + "\n".join(lines)[len("CheckFailed"):]]
 
 
 def fail(message: str) -> None:

@@ -571,6 +571,19 @@ def test_student_path(browser, tmp_path):
             printed = {line.strip() for o in state["outputs"] for line in o.splitlines()}
             assert expected[0] not in printed, "the buggy part still reports success"
             show_output(page, "CheckFailed", SCREENSHOTS / "student-03-bug-diagnosed.png")
+
+            # 3. Validate (nbgrader's button) runs the saved notebook: its dialog shows the same
+            # message, first in the failed cell's error box, no traceback before it.
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_timeout(1000)
+            page.get_by_role("button", name="Validate").first.click()
+            dialog = page.locator(".jp-Dialog-content")
+            dialog.get_by_text("CheckFailed", exact=False).first.wait_for(timeout=180_000)
+            shown = dialog.inner_text()
+            page.screenshot(path=str(SCREENSHOTS / "student-04-validate.png"))
+            (part1,) = [c for c in shown.split("The following cell failed:") if "check_batch_mean_var" in c]
+            assert re.search(r'visible checks passed\."\)\s*CheckFailed: ', part1), part1  # right under the source
+            assert "Traceback" not in part1 and "messages.py" not in shown, shown
         finally:
             context.close()
     assert not page_errors, f"JupyterLab raised in the page: {page_errors}"

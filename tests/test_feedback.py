@@ -75,6 +75,14 @@ def test_a_kernel_shows_only_the_message_of_a_failed_check():
     assert ANSI.sub("", "\n".join(error.traceback)) == "CheckFailed: your y differs.\nLikely cause: a reason."
 
 
+def test_a_long_message_is_wrapped_where_ipython_shows_it():
+    message = "BatchNorm1d(3) in float64 on cpu: step 1 of 6, " + "your running_var differs " * 8 + "\nLikely cause: n/(n − 1)."
+    shown = ANSI.sub("", CheckFailed(message)._render_traceback_()[0])
+    assert shown.startswith("CheckFailed: BatchNorm1d(3)") and max(len(line) for line in shown.splitlines()) <= 80
+    assert " ".join(shown.split()) == " ".join(f"CheckFailed: {message}".split()), "every word, in order"
+    assert "\nLikely cause: n/(n − 1)." in shown
+
+
 @pytest.mark.slow
 def test_validate_shows_the_message_first(tmp_path):
     """nbgrader's Validator (the Validate button) on the release with a catalogued bug: each
@@ -94,7 +102,8 @@ def test_validate_shows_the_message_first(tmp_path):
     assert errors, "the bug must fail a visible check"
     for error in errors:
         assert error.startswith("CheckFailed: ") and "Traceback" not in error and "autograder/" not in error, error
-    assert any("running_var" in e.splitlines()[0] and "Likely cause" in e.splitlines()[1] for e in errors), errors
+    assert any("running_var" in e and "\nLikely cause: " in e for e in errors), errors
+    assert max(len(line) for e in errors for line in e.splitlines()) <= 80, "nbgrader validate cuts lines at 87"
 
 
 # ------------------------------------------------------------------ the parts' names

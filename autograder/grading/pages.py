@@ -136,7 +136,12 @@ def inline_mathjax() -> str | None:
         return None
     if re.search(r"</?script", text, re.I):
         return None
-    return text.replace("<!--", "<\\!--")
+    try:  # the notice MathJax's Apache-2.0 licence asks a copy to keep
+        version = MATHJAX_FILE.with_name("VERSION").read_text(encoding="utf-8").strip().replace("*/", "")
+    except OSError:
+        version = "MathJax"
+    notice = f"/* {version}. Apache License 2.0: https://www.apache.org/licenses/LICENSE-2.0 */\n"
+    return notice + text.replace("<!--", "<\\!--")
 
 
 class FeedbackExporter(HTMLExporter):

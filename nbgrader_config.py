@@ -13,7 +13,7 @@ from nbgrader.preprocessors import (
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 
-from autograder.feedback import ClearHiddenTestsInTestCells, HideTracebacks
+from autograder.feedback import ClearHiddenTestsInTestCells, GradedVerdicts, HideTracebacks
 from autograder.grading.execute import SandboxedExecute
 from autograder.grading.pages import protect_formgrader
 from autograder.grading.scrub import ScrubActiveContent
@@ -55,8 +55,10 @@ c.Autograde.autograde_preprocessors = [
     CheckCellMetadata,
 ]
 
-# Feedback shows each check's message, never hidden test source or traceback lines.
-c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInTestCells, HideTracebacks, CSSHTMLHeaderPreprocessor]
+# Feedback shows each check's message, never hidden test source or traceback lines; each test
+# cell says what the grader concluded (passed, failed, correct, wrong) under its part's name.
+c.GenerateFeedback.preprocessors = [GetGrades, ClearHiddenTestsInTestCells, HideTracebacks, GradedVerdicts,
+                                    CSSHTMLHeaderPreprocessor]
 
 # `nbgrader collect` runs as the instructor: it must not follow a link a student put into their
 # inbound folder, nor take a folder that another student submitted in their name.

@@ -247,7 +247,7 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
     if gap is not None:
         hint = _output_hint(kind, got, x, weight, bias, exact_out, case.eps)
         fail(f"{where}: your output differs from the reference ({kind.reference}) by up to {gap.max_error:.3g} at "
-             f"{list(gap.index)} (yours {gap.student_value:.6g}, torch {gap.expected_value:.6g}; allowed "
+             f"{list(gap.index)} (yours {gap.shown[0]}, torch {gap.shown[1]}; allowed "
              f"{gap.allowed:.1g})." + (f"\nLikely cause: {hint}" if hint else ""))
     if not with_grads:
         return
@@ -263,8 +263,8 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         if gap is not None:
             hint = _gradient_hint(kind, index, mine, x, weight, g, exact, case.eps)
             fail(f"{where}: {name} differs from the reference (autograd through {kind.reference}) by up to "
-                 f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.student_value:.6g}, torch "
-                 f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
+                 f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.shown[0]}, torch "
+                 f"{gap.shown[1]}; allowed {gap.allowed:.1g})."
                  + (f"\nLikely cause: {hint}" if hint else ""))
 
 

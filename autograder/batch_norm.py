@@ -88,7 +88,7 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
                 if gap is not None:
                     message = (
                         f"{where}: {name} is off by up to {gap.max_error:.3g} "
-                        f"(channel {gap.index[0]}: yours {gap.student_value:.6g}, expected {gap.expected_value:.6g})."
+                        f"(channel {gap.index[0]}: yours {gap.shown[0]}, expected {gap.shown[1]})."
                     )
                     advice = _statistics_hint(name, value, exact, x, n, dims)
                     fail(message + (f"\nLikely cause: {advice}" if advice else ""))

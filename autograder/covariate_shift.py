@@ -22,7 +22,7 @@ from autograder.batch_norm_hints import hint as batch_norm_hint
 from autograder.devices import default_device, devices_for
 from autograder.engine import FORWARD_ASPECTS, Case, Step
 from autograder.inputs import channel_input
-from autograder.messages import fail
+from autograder.messages import fail, two_values
 from autograder.probes import build_model, judge_tool_report, model_spec
 from autograder.side import Student, student
 from autograder.wire import RemoteError
@@ -170,8 +170,9 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
                                 )
                             else:
                                 cause = _stats_hint(stat, value, recorded[name], saturation)
+                            yours, right = two_values(value, expected[stat], digits=9)
                             fail(
-                                f"{what}: result['{name}']['{stat}'] is {value:.9g}, expected {expected[stat]:.9g}.\n"
+                                f"{what}: result['{name}']['{stat}'] is {yours}, expected {right}.\n"
                                 f"Likely cause: {cause}"
                             )
     _check_cleanup_on_error(tool, "activation_stats on a model whose forward raises", 7, (["act1"], 0.05))
@@ -275,8 +276,9 @@ def check_distribution_shift(distribution_shift, full: bool = False) -> None:
                     if not isinstance(value, float) or not math.isfinite(value):
                         fail(f"{what}: '{key}' is {value!r}; return a finite Python float.")
                     if not math.isclose(value, expected[key], rel_tol=1e-5, abs_tol=1e-7):
+                        yours, right = two_values(value, expected[key], digits=7)
                         fail(
-                            f"{what}: '{key}' is {value:.7g}, expected {expected[key]:.7g}.\n"
+                            f"{what}: '{key}' is {yours}, expected {right}.\n"
                             f"Likely cause: {_shift_hint(key, value, before, after)}"
                         )
 

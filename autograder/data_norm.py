@@ -230,11 +230,11 @@ def _fitted(s: Student, x: torch.Tensor, where: str) -> dict[str, torch.Tensor]:
 def _report(what: str, gap: Discrepancy, expected: str, advice: str | None) -> str:
     index = "[" + ", ".join(str(i) for i in gap.index) + "]"
     if math.isinf(gap.max_error):
-        body = f"{what} is {gap.student_value:.6g} at {index}, where {expected} is {gap.expected_value:.6g}."
+        body = f"{what} is {gap.shown[0]} at {index}, where {expected} is {gap.shown[1]}."
     else:
         body = (
-            f"{what} is off by up to {gap.max_error:.3g} at {index} (yours {gap.student_value:.6g}, "
-            f"{expected} {gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
+            f"{what} is off by up to {gap.max_error:.3g} at {index} (yours {gap.shown[0]}, "
+            f"{expected} {gap.shown[1]}; allowed {gap.allowed:.1g})."
         )
     return body + (f"\nLikely cause: {advice}" if advice else "")
 

@@ -302,8 +302,8 @@ def _phrase(finding: Finding, what: str, hint: Hint | None) -> str:
         index = "[" + ", ".join(str(i) for i in gap.index) + "]"
         body = (
             f"your {finding.name} differs from the reference ({finding.case.reference_name}): max error "
-            f"{gap.max_error:.3g} at {index} (yours {gap.student_value:.6g}, torch "
-            f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
+            f"{gap.max_error:.3g} at {index} (yours {gap.shown[0]}, torch "
+            f"{gap.shown[1]}; allowed {gap.allowed:.1g})."
         )
     advice = hint(finding) if hint is not None else None
     return f"{where}, {body}" + (f"\nLikely cause: {advice}" if advice else "")

@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import torch
 
+from autograder.messages import two_values
+
 FLOAT64_RTOL = 1e-9
 ERROR_MULTIPLE = 50.0
 LOW_PRECISION_FLOOR = {torch.float32: 1e-5, torch.float16: 4e-3, torch.bfloat16: 3e-2}
@@ -34,6 +36,12 @@ class Discrepancy:
     index: tuple[int, ...]
     student_value: float
     expected_value: float
+
+    @property
+    def shown(self) -> tuple[str, str]:
+        """The student's and the expected value as a message prints them: with enough digits
+        to differ (:func:`autograder.messages.two_values`)."""
+        return two_values(self.student_value, self.expected_value)
 
 
 def _scale(t: torch.Tensor) -> float:

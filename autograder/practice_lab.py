@@ -225,8 +225,8 @@ def _judge_replicas(case: _ReplicaCase, reports: list) -> None:
                 if gap is not None:
                     hint = _sync_hint(case, i, rank, name, mine, e)
                     fail(f"{where}: your `{name}` differs from torch.nn.BatchNorm2d's on the whole batch of "
-                         f"{sum(case.sizes[r] for r in case.group_of(rank))}: max error {gap.max_error:.3g} (yours {gap.student_value:.6g}, torch "
-                         f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
+                         f"{sum(case.sizes[r] for r in case.group_of(rank))}: max error {gap.max_error:.3g} (yours {gap.shown[0]}, torch "
+                         f"{gap.shown[1]}; allowed {gap.allowed:.1g})."
                          + (f"\nLikely cause: {hint}" if hint else ""))
         if mode == "train" and exact[i][0]["buffers"]["running_var"] is not None:
             buffers_before = [{"running_var": exact[i][rank]["buffers"]["running_var"]} for rank in range(len(reports))]
@@ -599,7 +599,7 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
             if gap is not None:
                 hint = _recalibration_hint(name, mine, spec, state, batches, value)
                 fail(f"{where}: `{name}` differs from update_bn's: max error {gap.max_error:.3g} (yours "
-                     f"{gap.student_value:.6g}, update_bn {gap.expected_value:.6g})."
+                     f"{gap.shown[0]}, update_bn {gap.shown[1]})."
                      + (f"\nLikely cause: {hint}" if hint else ""))
         if report.get("modes_after") != modes_before:
             fail(f"{where}: the model's train/eval modes differ after your call. Put the model in training mode to "

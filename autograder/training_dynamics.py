@@ -23,7 +23,7 @@ from autograder import engine, forbidden, integrity
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
 from autograder.inputs import channel_input, channel_state, random_tensor
-from autograder.messages import fail, shape_str
+from autograder.messages import fail, shape_str, two_values
 from autograder.numerics import closest_explanation, discrepancy, matches
 from autograder.side import student
 from autograder.wire import RemoteError
@@ -206,8 +206,8 @@ def check_diagnostics(effective_learning_rate, update_to_data_ratio, full: bool 
             gap = discrepancy(got, effective_rate(w, lr), exact)
             if gap is not None:
                 hint = _rate_hint(got, w, lr, exact)
-                fail(f"{where}: your rate for unit {gap.index[0]} is {gap.student_value:.6g}, expected "
-                     f"{gap.expected_value:.6g} (lr / ‖w_c‖²)." + (f"\nLikely cause: {hint}" if hint else ""))
+                fail(f"{where}: your rate for unit {gap.index[0]} is {gap.shown[0]}, expected "
+                     f"{gap.shown[1]} (lr / ‖w_c‖²)." + (f"\nLikely cause: {hint}" if hint else ""))
             after = w - lr * random_tensor(shape, 60 + seed, -1.0, 1.0).to(device, dtype)
             where = f"update_to_data_ratio(before, after of shape {shape_str(shape)}, {str(dtype).replace('torch.', '')} on {device.type})"
             got = _call(ratio, "update_to_data_ratio", (w.clone(), after.clone()), where)
@@ -227,7 +227,8 @@ def check_diagnostics(effective_learning_rate, update_to_data_ratio, full: bool 
                     hint = "divide by the spread of the weights before the update, std(before)."
                 elif math.isclose(got, math.log10(float((after64 - before64).std(correction=0) / before64.std(correction=0))), rel_tol=1e-9) and dtype == F64:
                     hint = None  # the biased std gives the same ratio: not the cause
-                fail(f"{where}: your ratio is {got:.8g}, expected {expected:.8g} = log10(std(after − before) / std(before))."
+                yours, right = two_values(got, expected, digits=8)
+                fail(f"{where}: your ratio is {yours}, expected {right} = log10(std(after − before) / std(before))."
                      + (f"\nLikely cause: {hint}" if hint else ""))
 
 
@@ -334,7 +335,7 @@ def _judge_fold(report: dict, conv: nn.Conv2d, bn: nn.BatchNorm2d, x: torch.Tens
                 "the conv's own bias must be shifted and scaled too: (b − running_mean)·γ/σ + β."
                 if conv.bias is not None else None)
             fail(f"{where}: the folded {name} differs from torch's fuse_conv_bn_eval by up to {gap.max_error:.3g} at "
-                 f"{list(gap.index)} (yours {gap.student_value:.6g}, expected {gap.expected_value:.6g})."
+                 f"{list(gap.index)} (yours {gap.shown[0]}, expected {gap.shown[1]})."
                  + (f"\nLikely cause: {hint}" if hint else ""))
     if "output_error" in report:
         error = report["output_error"]

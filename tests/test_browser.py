@@ -579,7 +579,7 @@ def test_student_path(browser, tmp_path):
             start = time.monotonic()
             assert sorted(page.evaluate(SET_CELLS_AND_RUN, [notebook, solution])) == sorted(solution)
             state = run_until(page, lambda s: all(any(line in o for o in s["outputs"]) for line in expected)
-                              or any("Traceback" in o for o in s["outputs"]),
+                              or any("Traceback" in o or "CheckFailed" in o for o in s["outputs"]),
                               "the visible checks' success lines")
             shown = "\n".join(state["outputs"])
             assert all(line in shown for line in expected), f"expected {expected}; the page shows:\n{shown}"
@@ -587,20 +587,35 @@ def test_student_path(browser, tmp_path):
             print(f"\nstudent: solution run in {time.monotonic() - start:.1f} s: {expected}")
             show_output(page, expected[-1], SCREENSHOTS / "student-02-solution-passes.png")
 
-            # 2. A known bug: the grader's diagnostic appears in the failing test cell's output.
+            # 2. A known bug: the grader's diagnostic appears in the failing test cell's output,
+            # alone: no traceback through the grader's modules (CheckFailed._render_traceback_).
             start = time.monotonic()
             bug = bug_sources()
             assert sorted(page.evaluate(SET_CELLS_AND_RUN, [notebook, bug])) == sorted(bug)
-            state = run_until(page, lambda s: any("Traceback" in o for o in s["outputs"])
+            state = run_until(page, lambda s: any("CheckFailed" in o or "Traceback" in o for o in s["outputs"])
                               and s["status"] == "idle" and not s["queued"],
                               "the grader's diagnostic for " + BUG)
-            failing = next(o for o in state["outputs"] if "Traceback" in o)
-            assert "CheckFailed" in failing, f"the notebook failed, but not in a check:\n{failing}"
+            failing = next(o for o in state["outputs"] if "CheckFailed" in o or "Traceback" in o)
+            assert failing.lstrip().startswith("CheckFailed: "), f"the notebook failed, but not in a check:\n{failing}"
+            assert "Traceback" not in failing and "messages.py" not in failing, failing
             print(f"student: {BUG} run in {time.monotonic() - start:.1f} s; the page shows:\n{failing}")
             assert BUG_PHRASE in failing, failing
             printed = {line.strip() for o in state["outputs"] for line in o.splitlines()}
             assert expected[0] not in printed, "the buggy part still reports success"
             show_output(page, "CheckFailed", SCREENSHOTS / "student-03-bug-diagnosed.png")
+
+            # 3. Validate (nbgrader's button) runs the saved notebook: its dialog shows the same
+            # message, first in the failed cell's error box, no traceback before it.
+            page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+            page.wait_for_timeout(1000)
+            page.get_by_role("button", name="Validate").first.click()
+            dialog = page.locator(".jp-Dialog-content")
+            dialog.get_by_text("CheckFailed", exact=False).first.wait_for(timeout=180_000)
+            shown = dialog.inner_text()
+            page.screenshot(path=str(SCREENSHOTS / "student-04-validate.png"))
+            (part1,) = [c for c in shown.split("The following cell failed:") if "check_batch_mean_var" in c]
+            assert re.search(r'visible checks passed\."\)\s*CheckFailed: ', part1), part1  # right under the source
+            assert "Traceback" not in part1 and "messages.py" not in shown, shown
         finally:
             context.close()
     assert not page_errors, f"JupyterLab raised in the page: {page_errors}"

@@ -223,12 +223,16 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
     assert done.returncode == 0, done.stderr[-3000:]
     files = {p.parts[-3]: p.read_text() for p in (root / "feedback").glob(f"*/{assignment}/*.html")}
     pages = {student: html_text(html) for student, html in files.items()}
-    assert set(pages) == {s for s, (_, points) in classes[assignment].items() if points is not NOT_GRADED}
+    # Every student has a page: the grade command writes one for a student it could not grade.
+    assert set(pages) == set(classes[assignment])
+    for student, (_, points) in classes[assignment].items():
+        assert (f"{assignment}: not graded" in pages[student]) == (points is NOT_GRADED), student
     for student, html in files.items():  # only the template's scripts run (runs_in_browser tries more)
         head = html[:html.index("</head>")]
-        assert head.index('http-equiv="Content-Security-Policy"') < head.index("<script"), student
+        assert head.index('http-equiv="Content-Security-Policy"') < head.index("<script") if "<script" in head \
+            else 'http-equiv="Content-Security-Policy"' in head, student
         nonces = set(re.findall(r'<script nonce="([^"]+)"', html))
-        assert len(nonces) == 1 and html.count("<script") == html.count(f'<script nonce="{nonces.pop()}"'), student
+        assert len(nonces) <= 1 and html.count("<script") == sum(html.count(f'<script nonce="{n}"') for n in nonces), student
         assert re.findall(r"<[a-zA-Z]+[^>]*\son[a-z]+\s*=|<(?:iframe|object|embed|svg)\b", html) == [], student
     for student, text in pages.items():
         if student in HOSTILE_EXPECTED:
@@ -253,12 +257,12 @@ def test_feedback_shows_messages_but_no_hidden_tests(course, graded, assignment)
         if student != "wrong_answers":
             assert [label for label, why in explanations.items() if why in text] == [], student
             assert "grade_choice" not in text and "grade_number" not in text and "key=" not in text, student
-    assert "Question 1: answer recorded" in pages["solution"]
+    assert "Question 1: correct" in pages["solution"] and "Question 2: correct" in pages["solution"]
     if assignment == "02_batch_norm":
         wrong = pages["wrong_answers"]
         assert len(WRONG_ANSWERS) == len(explanations) == 2
         for label, why in explanations.items():
-            assert f"{label}: your answer" in wrong and why in wrong, label
+            assert f"{label}: wrong: your answer" in wrong and why in wrong, label
         assert "Question 2, your justification: The channel is constant" in wrong  # shown to the instructor
         assert "grade_choice" not in wrong and "grade_number" not in wrong and "key=" not in wrong
 

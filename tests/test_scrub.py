@@ -21,7 +21,7 @@ from nbconvert.preprocessors import Preprocessor
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_output, new_raw_cell
 from traitlets.config import Config
 
-from autograder.grading.pages import FeedbackExporter, NAME_TOGGLES, protect_page
+from autograder.grading.pages import FEEDBACK_TEMPLATE, TEMPLATES, FeedbackExporter, NAME_TOGGLES, feedback_config, protect_page
 from autograder.grading.scrub import ScrubActiveContent, scrub_notebook
 from test_browser import browser, chromium, serve  # noqa: F401 - the fixtures (Debian's chromium, Playwright)
 
@@ -95,11 +95,12 @@ class Scored(Preprocessor):
 
 
 def feedback_html(nb, exporter=FeedbackExporter) -> str:
-    from nbgrader.server_extensions.formgrader import handlers
-
+    """The course's feedback page of ``nb`` (its template; the policy when ``exporter`` is the
+    course's)."""
     config = Config()
-    config.HTMLExporter.template_name = "feedback"
-    config.HTMLExporter.extra_template_basedirs = [handlers.template_path]
+    feedback_config(config)
+    config.HTMLExporter.template_name = FEEDBACK_TEMPLATE  # for a plain HTMLExporter too
+    config.HTMLExporter.extra_template_basedirs = [str(TEMPLATES)]
     config.HTMLExporter.extra_template_paths = [str(FORMGRADER / "static/node_modules/bootstrap/dist/css")]
     config.HTMLExporter.preprocessors = [Scored]
     resources = {"nbgrader": {"notebook": "n", "score": 1, "max_score": 2, "late_penalty": 0}}

@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from autograder.grading import course_secret, gradebook
+from autograder.grading import course_secret, gradebook, not_graded
 from autograder.grading.report import Outcome, inspect_submission, print_report, printable
 from autograder.grading.rescore import checked_result
 from autograder.grading.sandbox import Sandbox, SandboxUnavailable, WrongPackage, check_available
@@ -196,8 +196,14 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
                         submit([student])
     finally:
         runner.close()
-    return [Outcome(s, None, maximum, merged[s], [], limits.sandboxed) if s in too_large
-            else _inspect(course, assignment, s, merged[s], maximum, limits) for s in students]
+    outcomes = [Outcome(s, None, maximum, merged[s], [], limits.sandboxed) if s in too_large
+                else _inspect(course, assignment, s, merged[s], maximum, limits) for s in students]
+    try:  # a student who was not graded gets a feedback page that says why and what to do
+        not_graded.update(course, assignment, {s: merged[s] for s in students})
+    except Exception as error:  # noqa: BLE001 - the grades stand; the pages can be written again
+        print(f"The feedback pages of the students not graded could not be written ({type(error).__name__}: "
+              f"{printable(str(error))})", file=out, flush=True)
+    return outcomes
 
 
 def _inspect(course: Path, assignment: str, student: str, reason: str | None, maximum: float,

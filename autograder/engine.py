@@ -70,6 +70,13 @@ class Case:
     def reference_name(self) -> str:
         return self.reference or f"torch.nn.{self.layer}"
 
+    @property
+    def reference_value(self) -> str:
+        """How a sentence names the reference's value: "torch.nn.BatchNorm2d's", or "the reference
+        (torch's BatchNorm applied to each virtual batch in turn)" when a phrase names it."""
+        name = self.reference_name
+        return f"the reference ({name})" if " " in name else f"{name}'s"
+
     def describe(self) -> str:
         arguments = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
         text = f"{self.layer}({', '.join(arguments)}) in {str(self.dtype).replace('torch.', '')} on {self.device.type}"
@@ -214,7 +221,7 @@ def compare_case(
         if mine is not None and "shape" in mine and isinstance(theirs, torch.Tensor) and tuple(mine["shape"]) != tuple(theirs.shape):
             fail(
                 f"{case.describe()}: your `{name}` has shape {shape_str(mine['shape'])}, "
-                f"{case.reference_name}'s has {shape_str(theirs.shape)}."
+                f"{case.reference_value} has {shape_str(theirs.shape)}."
             )
     observe.load_state(exact_reference, case.state, case.dtype)
     initial = {n: (None if getattr(exact_reference, n) is None else getattr(exact_reference, n).detach().clone()) for n in buffers}
@@ -301,7 +308,7 @@ def _phrase(finding: Finding, what: str, hint: Hint | None) -> str:
         gap = finding.discrepancy
         index = "[" + ", ".join(str(i) for i in gap.index) + "]"
         body = (
-            f"your {finding.name} differs from {finding.case.reference_name}'s: max error "
+            f"your {finding.name} differs from {finding.case.reference_value}: max error "
             f"{gap.max_error:.3g} at {index} (yours {gap.student_value:.6g}, torch "
             f"{gap.expected_value:.6g}; allowed {gap.allowed:.1g})."
         )

@@ -28,7 +28,7 @@ from autograder.inputs import channel_input, channel_state, random_tensor
 from autograder.messages import fail, shape_str
 from autograder.numerics import closest_explanation, discrepancy, matches
 from autograder.sandbox import observe
-from autograder.sandbox.observe_recalibrate import architecture, build_model
+from autograder.sandbox.observe_recalibrate import architecture, build_model, make_loader
 from autograder.seeding import generator
 from autograder.side import StudentCodeFailed, student
 from autograder.wire import RemoteError
@@ -574,7 +574,7 @@ def _recalibration_cases(full: bool) -> list[tuple[str, int, dict]]:
     cases = [("a model in training mode, a loader of input batches", 1, {}),
              ("a model in eval mode, a loader of (input, target) pairs", 2, {"training": False, "pairs": True})]
     if full:
-        cases += [("batches of 8, 5 and 3 samples", 3, {"sizes": (8, 5, 3)}),
+        cases += [("batches of 8, 5 and 3 samples, a loader of [input, target] lists", 3, {"sizes": (8, 5, 3), "pairs": "list"}),
                   ("every BatchNorm with momentum 0.1", 4, {"momenta": (0.1, 0.1, 0.1)}),
                   ("one batch", 5, {"sizes": (6,)}),
                   ("batches of 8 and 2 samples", 7, {"sizes": (8, 2)}),
@@ -692,7 +692,7 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
         if "error" in report:
             fail(f"{where} raised {report['error'].name}: {report['error']}")
         model = build_model(spec, state)
-        loader = [(x, torch.zeros(len(x), dtype=torch.long)) for x in batches] if pairs else batches
+        loader = make_loader(batches, pairs)
         modes_before = [m.training for m in model.modules()]
         swa_utils.update_bn(loader, model)
         expected = model.state_dict()
@@ -782,12 +782,13 @@ def _half_hint(f: Finding) -> str | None:
     if f.aspect == OUTPUT and f.case.dtype in (F16, BF16) and not _like_low_precision(f):
         return layer_norm.hint(f)
     if f.aspect == OUTPUT and f.case.dtype == F16:
-        return ("the statistics overflowed or lost precision in float16: its largest value is 65504, so (x − μ)² of "
-                "values in the hundreds is inf (and 1/√inf = 0), and eps=1e-8 rounds to 0. Compute mean and variance "
-                "in float32 (x.float()), normalize there, and cast only the result back to float16.")
+        return ("the statistics overflowed or lost precision in float16: its largest value is 65504, so the square "
+                "of a deviation x − μ above about 256 is inf (and 1/√inf = 0), and eps=1e-8 rounds to 0. Compute mean "
+                "and variance in float32 (x.float()), normalize there, and cast only the result back to float16.")
     if f.aspect == OUTPUT and f.case.dtype == BF16:
-        return ("the statistics lost precision in bfloat16, which keeps 8 significant bits: a mean of 1000 is only "
-                "known to ±4, larger than the spread of the data. Compute them in float32 and cast only the result back.")
+        return ("the statistics lost precision in bfloat16, which keeps 8 significant bits: values near 1000 are 4 "
+                "apart, so a mean of 1000 is only known to ±2, more than the spread of the data here. Compute them in "
+                "float32 and cast only the result back.")
     return layer_norm.hint(f)
 
 

@@ -24,7 +24,7 @@ BUGS = {
     "bug_sync_local_statistics": {"sync": "each process normalized its own shard"},
     "bug_sync_plain_all_reduce": {"sync": "A plain dist.all_reduce is invisible to autograd"},
     "bug_sync_biased_running_var": {"sync": "unbiased"},
-    "bug_sync_local_count": {"sync": "uses this process's count"},
+    "bug_sync_local_count": {"sync": "not this process's count"},
     "bug_masked_counts_padding": {"masked": "your statistics include the padded positions"},
     "bug_masked_padding_not_zero": {"masked": "the padded positions of the output must be 0"},
     "bug_frozen_batch_statistics": {"frozen": "uses its running statistics in training mode too"},
@@ -39,6 +39,13 @@ BUGS = {
     "bug_frozen_drops_key_without_prefix": {"frozen": "inside a model the keys carry a prefix"},
     "bug_recalibrate_pairs_by_length": {"recalibrate": "batches of 8 and 2 samples"},
     "bug_frozen_eps_outside_sqrt": {"frozen": "eps belongs inside the square root"},
+    "bug_recalibrate_with_autograd": {"recalibrate": "ran with autograd on"},
+    "bug_recalibrate_skips_batch_norm_1d": {"recalibrate": "your function leaves out BatchNorm1d"},
+    "bug_recalibrate_train_only_if_eval": {"recalibrate": "layer 4 (BatchNorm2d) were reset but never updated"},
+    "bug_sync_synchronizes_in_eval": {"sync": "your layer synchronized in eval mode"},
+    "bug_sync_averages_variances": {"sync": "you averaged the per-process variances"},
+    "bug_masked_divides_by_positions": {"masked": "divided by N·L"},
+    "bug_masked_running_var_counts_padding": {"masked": "not N·L"},
 }
 CHEATS = {
     "cheat_sync_functional_batch_norm": no_points("sync"),

@@ -2,7 +2,7 @@
 
 The model is built from a plain description (:func:`build_model`, also used by the grader for
 ``torch.optim.swa_utils.update_bn``'s answer), with stale running statistics; the loader is a list
-of batches (tensors, or ``(input, target)`` pairs).  The report holds the model's ``state_dict``
+of batches (tensors, or ``(input, target)`` pairs, :func:`make_loader`).  The report holds the model's ``state_dict``
 after the call, each BatchNorm's ``momentum`` and every module's ``training`` flag before and
 after, whether parameters changed or got gradients, how each BatchNorm forward ran (with autograd
 on or off, in training or eval mode: a forward pre-hook on every BatchNorm records it), and whether
@@ -51,6 +51,15 @@ def batch_norms(model: nn.Module) -> list[nn.Module]:
     return [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
 
 
+def make_loader(batches: list, pairs) -> list:
+    """The loader: the batches themselves, or ``(input, target)`` pairs as tuples (``pairs`` true)
+    or as lists (``pairs == "list"``)."""
+    if not pairs:
+        return list(batches)
+    made = [(x, torch.zeros(len(x), dtype=torch.long)) for x in batches]
+    return [list(pair) for pair in made] if pairs == "list" else made
+
+
 def _modes(model: nn.Module) -> list[bool]:
     return [m.training for m in model.modules()]
 
@@ -62,7 +71,7 @@ def _momenta(model: nn.Module) -> list:
 def recalibrate(fn, spec: dict, state: dict, batches: list, pairs: bool) -> dict:
     """``fn(model, loader)`` and what it left behind."""
     model = build_model(spec, state)
-    loader = [(x, torch.zeros(len(x), dtype=torch.long)) for x in batches] if pairs else list(batches)
+    loader = make_loader(batches, pairs)
     parameters = {n: p.detach().clone() for n, p in model.named_parameters()}
     modes_before, momenta_before = _modes(model), _momenta(model)
     forwards = []  # (autograd on, training) of every BatchNorm forward

@@ -23,9 +23,9 @@ from autograder import batch_norm_hints, engine, forbidden, integrity
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
 from autograder.inputs import channel_input, channel_state, random_tensor
-from autograder.messages import fail, shape_str
+from autograder.messages import CheckFailed, fail, shape_str
 from autograder.numerics import closest_explanation, discrepancy, matches
-from autograder.side import student
+from autograder.side import StudentCodeFailed, student
 from autograder.wire import RemoteError
 
 F64, F32 = torch.float64, torch.float32
@@ -387,6 +387,50 @@ def _judge_fold(report: dict, conv: nn.Conv2d, bn: nn.BatchNorm2d, x: torch.Tens
     if gap is not None:
         fail(f"{where}: the folded convolution's output differs from conv → bn (eval) by up to {gap.max_error:.3g}: "
              "its stride, padding, dilation, groups and padding_mode must be the original convolution's.")
+
+
+# --- the sweep of question 3 ------------------------------------------------------------------
+
+SWEEP_SCALES = [0.1, 1.0, 10.0]  # factor on the first layer's He-initialized weights
+SWEEP_VIRTUAL_BATCH_SIZES = [4, 16, 64]  # inside batches of 64: 64 is plain BatchNorm
+
+
+def ghost_sweep(GhostBatchNorm) -> list[list[float]]:
+    """Train the small network of :mod:`autograder.sandbox.observe_sweep` once per initial scale
+    (rows, :data:`SWEEP_SCALES`) and virtual batch size (columns, :data:`SWEEP_VIRTUAL_BATCH_SIZES`)
+    with ``GhostBatchNorm`` after its first layer; return the final training losses. Runs where
+    the class lives (the notebook's kernel), in a few seconds on a CPU."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    report = student(GhostBatchNorm, GHOST).report("observe_sweep.sweep", SWEEP_SCALES, SWEEP_VIRTUAL_BATCH_SIZES)
+    if "error" in report:
+        scale, size = report.get("at", ["?", "?"])
+        fail(f"the sweep could not train with your GhostBatchNorm (initial scale {scale}, virtual batch size "
+             f"{size}): it raised {report['error'].name}: {report['error']}")
+    losses = report.get("losses")
+    shape = (len(SWEEP_SCALES), len(SWEEP_VIRTUAL_BATCH_SIZES))
+    if (type(losses) is not list or len(losses) != shape[0]
+            or any(type(row) is not list or len(row) != shape[1] or any(type(v) is not float for v in row) for row in losses)):
+        raise StudentCodeFailed("the sweep's report is not a table of losses")
+    return losses
+
+
+def sweep_for_grading(GhostBatchNorm) -> tuple[list[list[float]], str]:
+    """The sweep with the student's layer, run again where the notebook is graded, and whose layer
+    it used: torch's BatchNorm on each virtual batch when the student's does not run."""
+    __tracebackhide__ = True
+    try:
+        return ghost_sweep(GhostBatchNorm), "your GhostBatchNorm"
+    except CheckFailed:
+        return ghost_sweep(GhostReference), "torch's BatchNorm on each virtual batch (yours did not run)"
+
+
+def sweep_table(losses: list[list[float]]) -> str:
+    """The losses as a reader scans them: 'final losses at virtual batch sizes 4, 16, 64: initial
+    scale 0.1: 0.699, 0.377, 0.297; ...'."""
+    rows = "; ".join(f"initial scale {scale:g}: " + ", ".join(f"{v:.3f}" for v in row)
+                     for scale, row in zip(SWEEP_SCALES, losses))
+    return f"final losses at virtual batch sizes {', '.join(map(str, SWEEP_VIRTUAL_BATCH_SIZES))}: {rows}"
 
 
 integrity.remember()

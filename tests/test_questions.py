@@ -14,7 +14,7 @@ import torch
 
 from autograder import questions
 from autograder.messages import CheckFailed
-from course import ASSIGNMENTS, REPO, is_test_cell, nbgrader_meta
+from course import ASSIGNMENTS, REPO, is_test_cell, nbgrader_meta, setup_source, solution_code
 from leaks import (
     ANSWER_LINE, grade_calls, hidden_part, keyword, question_secrets, secrets_in, source_notebooks, visible_part,
 )
@@ -61,6 +61,21 @@ class AlwaysClose(float):
 
     def __abs__(self):
         return 0.0
+
+
+def test_an_observation_accepts_every_statement_that_holds_on_the_student_s_result():
+    holds = {"a": True, "b": False, "c": True}
+    for right in ("a", "C"):
+        questions.grade_observation(right, "Q3", holds, otherwise="d", why="unused")
+    with pytest.raises(CheckFailed, match=r"Q3: your answer 'b' is not right: on your result the right answer is "
+                                          r"'a' or 'c'\. Because\. Your result: 0\.3, 0\.5\."):
+        questions.grade_observation("b", "Q3", holds, otherwise="d", why="Because.", observed="0.3, 0.5")
+    none = dict.fromkeys("abc", False)
+    questions.grade_observation("d", "Q3", none, otherwise="d", why="unused")
+    with pytest.raises(CheckFailed, match="the right answer is 'd'"):
+        questions.grade_observation("a", "Q3", none, otherwise="d", why="unused")
+    with pytest.raises(CheckFailed, match="answer with one of"):
+        questions.grade_observation("ab", "Q3", holds, otherwise="d", why="unused")
 
 
 def test_an_answer_is_compared_as_the_plain_data_it_holds():
@@ -134,6 +149,11 @@ def test_every_question_checks_its_form_visibly_and_its_key_only_in_hidden_tests
             assert checks[0].func.attr == "check_choice", where
             options = keyword(calls[0], "options") or keyword(checks[0], "options")
             assert set(keyword(calls[0], "key")) <= set(options), where
+        elif calls[0].func.attr == "grade_observation":  # the key is computed from the student's own result
+            assert checks[0].func.attr == "check_choice", where
+            holds = next(k.value for k in calls[0].keywords if k.arg == "holds")
+            letters = {ast.literal_eval(k) for k in holds.keys} | {keyword(calls[0], "otherwise")}
+            assert letters == set(keyword(checks[0], "options")), where
         else:
             assert checks[0].func.attr == "check_number", where
         # The answer cell hides its answer in a solution region, so the release has none.
@@ -146,12 +166,16 @@ def test_the_source_answers_score_and_a_wrong_answer_is_told_why(capsys):
     for assignment, answer, test in question_cells():
         where = (assignment, nbgrader_meta(test)["grade_id"])
         namespace: dict = {}
+        call = grade_calls(hidden_part(test.source))[0]
+        if call.func.attr == "grade_observation":  # graded on a result of the notebook's own code
+            exec(setup_source(assignment) + "\n" + solution_code(assignment), namespace)
         exec(answer.source, namespace)
         exec(test.source, namespace)
-        call = grade_calls(hidden_part(test.source))[0]
         name = ast.unparse(call.args[0])
         if call.func.attr == "grade_choice":
             wrong = next(o for o in keyword(call, "options", "abcd") if o not in keyword(call, "key"))
+        elif call.func.attr == "grade_observation":
+            wrong = next(o for o in "abcd" if o != namespace[name])
         else:
             wrong = keyword(call, "key") * 1.5 + 1.0
         namespace[name] = wrong

@@ -7,6 +7,7 @@ import pytest
 
 from autograder import training_dynamics as checks
 from catalogue import Catalogue, no_points
+from course import load_namespace, solution_code
 
 ASSIGNMENT = "06_training_dynamics"
 PARTS = {
@@ -63,3 +64,33 @@ def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
 
 def test_the_released_stub_fails_every_part():
     CATALOGUE.assert_stub_fails()
+
+
+def test_the_sweep_of_question_3_trains_the_student_s_own_layer_the_same_way_twice():
+    """The notebook's sweep and the grader's rerun use the student's GhostBatchNorm and agree; the
+    reference solution's sweep shows what the notebook's answer says (a: larger weights, higher loss)."""
+    layer = load_namespace(ASSIGNMENT, solution_code(ASSIGNMENT))["GhostBatchNorm"]
+    losses = checks.ghost_sweep(layer)
+    assert len(losses) == len(checks.SWEEP_SCALES) and all(len(r) == len(checks.SWEEP_VIRTUAL_BATCH_SIZES) for r in losses)
+    assert checks.sweep_for_grading(layer) == (losses, "your GhostBatchNorm")
+    assert all(c[0] < c[1] < c[2] for c in zip(*losses)), checks.sweep_table(losses)
+    whole = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", "bug_whole_batch"))["GhostBatchNorm"]
+    assert checks.ghost_sweep(whole) != losses  # the student's layer is what trains
+
+
+def test_a_layer_that_does_not_run_is_told_so_and_graded_on_torch_s_sweep():
+    from torch import nn
+
+    from autograder import CheckFailed
+
+    class Broken(nn.Module):
+        def __init__(self, num_features, virtual_batch_size, **kwargs):
+            super().__init__()
+
+        def forward(self, x):
+            raise NotImplementedError("not written yet")
+
+    with pytest.raises(CheckFailed, match="could not train with your GhostBatchNorm.*NotImplementedError: not written yet"):
+        checks.ghost_sweep(Broken)
+    losses, whose = checks.sweep_for_grading(Broken)
+    assert whose.startswith("torch's BatchNorm on each virtual batch") and losses == checks.ghost_sweep(checks.GhostReference)

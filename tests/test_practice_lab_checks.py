@@ -149,3 +149,17 @@ def test_the_scan_flags_the_routes_around_this_exercise_s_observations(route):
     from autograder.grading.scan import scan_source
 
     assert scan_source([(0, route)]), route
+
+
+def test_outside_linux_the_replicas_are_not_started_and_the_student_is_told_why(monkeypatch):
+    """fork, prctl and the interface lo are Linux's: on a student's Mac the check says it needs the
+    course hub instead of blaming the layer."""
+    import sys
+
+    from autograder import CheckFailed
+
+    namespace = load_namespace(ASSIGNMENT, CATALOGUE.correct()["notebook_solution"])
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(CheckFailed, match=r"this test needs Linux \(the course hub\).*\(darwin\).*not judged"):
+        checks.check_sync_batch_norm(namespace["SyncBatchNorm2d"])
+    assert multiprocessing.active_children() == []

@@ -553,9 +553,10 @@ RECALIBRATE = "recalibrate_bn"
 
 
 def _recalibration_setting(seed: int, momenta=(0.1, None, 0.3), training=True, sizes=(8, 8, 8),
-                           eval_modules=()) -> tuple[dict, dict, list]:
+                           eval_modules=(), kinds=("2d", "2d", "1d")) -> tuple[dict, dict, list]:
     """A model description, its state with stale running statistics, and the loader's batches."""
-    spec = {"channels": 2, "hidden": 4, "momenta": list(momenta), "training": training, "eval_modules": list(eval_modules)}
+    spec = {"channels": 2, "hidden": 4, "momenta": list(momenta), "training": training, "eval_modules": list(eval_modules),
+            "kinds": list(kinds)}
     state = {}
     for i, (name, value) in enumerate(architecture(spec).state_dict().items()):
         if name.endswith("num_batches_tracked"):
@@ -580,11 +581,15 @@ def _recalibration_cases(full: bool) -> list[tuple[str, int, dict]]:
                   ("batches of 8 and 2 samples", 7, {"sizes": (8, 2)}),
                   ("a model in eval mode, momenta None, 0.5, 0.01", 6, {"training": False, "momenta": (None, 0.5, 0.01)}),
                   ("a model in training mode whose second BatchNorm2d was put in eval mode (bn.eval())", 8,
-                   {"eval_modules": (4,)})]
+                   {"eval_modules": (4,)}),
+                  ("a model with a SyncBatchNorm, a BatchNorm3d and a BatchNorm1d", 9, {"kinds": ("sync", "3d", "1d")})]
     return cases
 
 
-BATCH_NORM_LAYERS = {"1": "BatchNorm2d", "4": "BatchNorm2d", "9": "BatchNorm1d"}  # in observe_recalibrate.architecture
+def _batch_norm_layers(spec: dict) -> dict[str, str]:
+    """The model's BatchNorms: their prefix in the state_dict ("9") and their class ("BatchNorm1d")."""
+    return {name: type(m).__name__ for name, m in architecture(spec).named_modules()
+            if isinstance(m, nn.modules.batchnorm._BatchNorm)}
 
 
 def _layers(names: list[str]) -> str:
@@ -592,11 +597,11 @@ def _layers(names: list[str]) -> str:
     return ("layer " if len(names) == 1 else "layers ") + " and ".join(names)
 
 
-def _unrecalibrated(got: dict, state: dict) -> dict[str, list[str]]:
+def _unrecalibrated(got: dict, state: dict, layers: dict[str, str]) -> dict[str, list[str]]:
     """The BatchNorm layers whose running statistics are still the stale ones (``"stale"``), or
     those reset but never updated (``"reset"``: zeros and ones), by name ("9 (BatchNorm1d)")."""
     found: dict[str, list[str]] = {"stale": [], "reset": []}
-    for index, kind in BATCH_NORM_LAYERS.items():
+    for index, kind in layers.items():
         mean, var = got.get(f"{index}.running_mean"), got.get(f"{index}.running_var")
         if not isinstance(mean, torch.Tensor) or not isinstance(var, torch.Tensor):
             continue
@@ -608,10 +613,11 @@ def _unrecalibrated(got: dict, state: dict) -> dict[str, list[str]]:
     return found
 
 
-def _unrecalibrated_hint(got: dict, state: dict, layer: str | None = None) -> str | None:
+def _unrecalibrated_hint(got: dict, spec: dict, state: dict, layer: str | None = None) -> str | None:
     """Names the BatchNorms a recalibration left out (``layer``: only if it is one of them)."""
-    found = _unrecalibrated(got, state)
-    named = f"{layer} ({BATCH_NORM_LAYERS[layer]})" if layer in BATCH_NORM_LAYERS else None
+    layers = _batch_norm_layers(spec)
+    found = _unrecalibrated(got, state, layers)
+    named = f"{layer} ({layers[layer]})" if layer in layers else None
     if found["stale"] and (named is None or named in found["stale"]):
         return (f"the running statistics of {_layers(found['stale'])} were not recalibrated: they still hold "
                 "the stale values. Reset and recalibrate every BatchNorm of the model, whatever its class (update_bn "
@@ -651,20 +657,21 @@ def _recalibrated_so(spec, state, batches, reset: bool, cumulative: bool) -> dic
 def _recalibration_hint(name: str, got: dict, spec, state, batches, expected: dict) -> str | None:
     """Which BatchNorms were left out, or which of two steps of update_bn (reset the statistics,
     average with momentum=None) was."""
-    layer = name.split(".")[0]
-    if layer not in BATCH_NORM_LAYERS or not name.endswith(("running_mean", "running_var")):
+    layers = _batch_norm_layers(spec)
+    layer = name.rsplit(".", 1)[0]
+    if layer not in layers or not name.endswith(("running_mean", "running_var")):
         return None
-    left_out = _unrecalibrated_hint(got, state, layer)
+    left_out = _unrecalibrated_hint(got, spec, state, layer)
     if left_out:
         return left_out
-    right = [f"{index} ({kind})" for index, kind in BATCH_NORM_LAYERS.items()
+    right = [f"{index} ({kind})" for index, kind in layers.items()
              if all(discrepancy(got[f"{index}.{b}"], expected[f"{index}.{b}"], expected[f"{index}.{b}"]) is None
                     for b in ("running_mean", "running_var"))]
     for (reset, cumulative), text in RECALIBRATION_ADVICE.items():
         if not matches(_recalibrated_so(spec, state, batches, reset, cumulative)[name], got[name], expected[name]):
             continue
         if (reset, cumulative) == (False, False) and right:
-            kind = BATCH_NORM_LAYERS[layer]
+            kind = layers[layer]
             return (f"layer {layer} ({kind}) went through an ordinary training step (not reset, its own momentum) "
                     f"while {_layers(right)} {'was' if len(right) == 1 else 'were'} recalibrated: your function leaves out {kind}. Take every "
                     "BatchNorm of the model, as update_bn does (isinstance(m, nn.modules.batchnorm._BatchNorm) covers "
@@ -682,7 +689,7 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
     for description, seed, options in _recalibration_cases(full):
         spec, state, batches = _recalibration_setting(seed, options.get("momenta", (0.1, None, 0.3)),
                                                       options.get("training", True), options.get("sizes", (8, 8, 8)),
-                                                      options.get("eval_modules", ()))
+                                                      options.get("eval_modules", ()), options.get("kinds", ("2d", "2d", "1d")))
         pairs = options.get("pairs", False)
         where = f"{RECALIBRATE}(model, loader) with {description}"
         report = fn.report("observe_recalibrate.recalibrate", spec, state, batches, pairs)
@@ -711,7 +718,7 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
                      f"{shape_str(value.shape)}.")
             if not value.is_floating_point():
                 if not torch.equal(mine, value):
-                    hint = _unrecalibrated_hint(got, state, name.split(".")[0])
+                    hint = _unrecalibrated_hint(got, spec, state, name.rsplit(".", 1)[0])
                     fail(f"{where}: `{name}` is {mine.item()} after your call, update_bn's is {value.item()}. update_bn "
                          "resets the running statistics (num_batches_tracked = 0), then counts one per batch."
                          + (f"\nLikely cause: {hint}" if hint else ""))

@@ -22,12 +22,19 @@ from autograder.wire import RemoteError
 
 
 def architecture(spec: dict) -> nn.Module:
-    """A small CNN with three BatchNorms (2d, 2d, 1d) whose momenta ``spec`` gives, in float64."""
+    """A small CNN with three BatchNorms whose momenta ``spec`` gives, in float64: BatchNorm2d,
+    BatchNorm2d and BatchNorm1d, or with ``spec["kinds"] == ["sync", "3d", "1d"]`` a SyncBatchNorm
+    (a plain BatchNorm without a process group) and a BatchNorm3d (on the activations seen as 5D)
+    in place of the two BatchNorm2d."""
     c, hidden = spec["channels"], spec["hidden"]
     first, second, third = spec["momenta"]
+    kinds = spec.get("kinds", ["2d", "2d", "1d"])
+    norm1 = nn.SyncBatchNorm(hidden, momentum=first) if kinds[0] == "sync" else nn.BatchNorm2d(hidden, momentum=first)
+    norm2 = (nn.Sequential(nn.Unflatten(1, (hidden, 1)), nn.BatchNorm3d(hidden, momentum=second), nn.Flatten(1, 2))
+             if kinds[1] == "3d" else nn.BatchNorm2d(hidden, momentum=second))
     return nn.Sequential(
-        nn.Conv2d(c, hidden, 3, padding=1, bias=False), nn.BatchNorm2d(hidden, momentum=first), nn.ReLU(),
-        nn.Conv2d(hidden, hidden, 3, padding=1, bias=False), nn.BatchNorm2d(hidden, momentum=second), nn.ReLU(),
+        nn.Conv2d(c, hidden, 3, padding=1, bias=False), norm1, nn.ReLU(),
+        nn.Conv2d(hidden, hidden, 3, padding=1, bias=False), norm2, nn.ReLU(),
         nn.AdaptiveAvgPool2d(2), nn.Flatten(), nn.Linear(4 * hidden, 8), nn.BatchNorm1d(8, momentum=third),
         nn.Linear(8, 3),
     ).to(torch.float64)

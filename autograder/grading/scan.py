@@ -142,6 +142,9 @@ CHECK_MODULES = {("autograder", m) for m in ("checks", "questions", "covariate_s
                                              "practice_lab")}
 PUBLIC_NAMES = {("autograder", "CheckFailed"), ("autograder", "available_devices"), ("autograder", "default_device"),
                 ("autograder", "siglip_reference", "SiglipVisionConfig")}
+# Names of a chapter's module that a given cell uses besides its checks (exercise 06's sweep cell,
+# which a student may restyle): ``checks.ghost_sweep(GhostBatchNorm)``.
+CHAPTER_NAMES = {"ghost_sweep", "sweep_table", "SWEEP_SCALES", "SWEEP_VIRTUAL_BATCH_SIZES"}
 IMPORTABLE = {("autograder",), ("autograder", "siglip_reference")} | CHECK_MODULES | PUBLIC_NAMES
 # Where the classes are that torch's own idiom tests for: isinstance(m, nn.modules.batchnorm._BatchNorm).
 NORM_MODULES = {(*nn, "modules", module) for nn in (("nn",), ("torch", "nn"))
@@ -361,7 +364,7 @@ def _grader_used(parts: tuple[str, ...], kind: str) -> bool:
         return False
     if kind == "import" and len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_"):
         return False  # from autograder.batch_norm import check_training_forward
-    if parts in PUBLIC_NAMES:
+    if parts in PUBLIC_NAMES or (len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2] in CHAPTER_NAMES):
         return kind == "store"
     checking = len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_")
     return not (checking and kind == "call")

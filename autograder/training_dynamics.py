@@ -165,9 +165,9 @@ def effective_rate(w: torch.Tensor, lr: float) -> torch.Tensor:
     return lr / w.flatten(1).pow(2).sum(dim=1)
 
 
-def _call(fn, name, args, where):
+def _call(fn, name, args, where, floats=False):
     __tracebackhide__ = True
-    report = fn.report("observe.call", tuple(args), record=False)
+    report = fn.report("observe.call", tuple(args), record=False, floats=floats)
     got = report["result"]
     if isinstance(got, RemoteError):
         fail(f"{where} raised {got.name}: {got}")
@@ -233,7 +233,7 @@ def _check_ratio(ratio, before, after, device) -> None:
     __tracebackhide__ = True
     shape, dtype = tuple(before.shape), before.dtype
     where = f"update_to_data_ratio(before, after of shape {shape_str(shape)}, {_dtype_name(dtype)} on {device.type})"
-    got, kind = _call(ratio, "update_to_data_ratio", (before.clone(), after.clone()), where)
+    got, kind = _call(ratio, "update_to_data_ratio", (before.clone(), after.clone()), where, floats=True)
     if type(got) is not float:
         shown = "a torch.Tensor" if isinstance(got, torch.Tensor) else kind
         fail(f"{where}: return a Python float; yours is {shown}. Call .item() on a one-element tensor "

@@ -94,3 +94,25 @@ def test_a_layer_that_does_not_run_is_told_so_and_graded_on_torch_s_sweep():
         checks.ghost_sweep(Broken)
     losses, whose = checks.sweep_for_grading(Broken)
     assert whose.startswith("torch's BatchNorm on each virtual batch") and losses == checks.ghost_sweep(checks.GhostReference)
+
+
+def test_a_numpy_float_is_a_python_float_and_is_judged_on_the_value_it_holds():
+    """numpy.float64 subclasses float: it passes as one; a float subclass that lies in __float__
+    is read with float's own method."""
+    import math
+
+    import numpy as np
+
+    from autograder import CheckFailed
+
+    def rate(w, lr):
+        return lr / w.detach().flatten(1).pow(2).sum(dim=1)
+
+    checks.check_diagnostics(rate, lambda before, after: np.log10(((after - before).std() / before.std()).item()))
+
+    class Lying(float):
+        def __float__(self):
+            return -3.0
+
+    with pytest.raises(CheckFailed, match="your ratio is"):
+        checks.check_diagnostics(rate, lambda b, a: Lying(math.log10(((a - b).std() / b.std()).item()) + 1))

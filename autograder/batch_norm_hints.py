@@ -11,7 +11,7 @@ from autograder.engine import BUFFERS, GRAD_INPUT, GRAD_PARAMS, OUTPUT, RAISES, 
 from autograder.numerics import closest_explanation, matches
 
 
-def _per_channel(x: torch.Tensor) -> torch.Tensor:
+def per_channel(x: torch.Tensor) -> torch.Tensor:
     """(N, C, *) -> (C, N·∏spatial): one row of values per channel."""
     return x.transpose(0, 1).reshape(x.shape[1], -1)
 
@@ -38,7 +38,7 @@ def _eps(finding: Finding) -> float:
 
 def _output_hint(f: Finding) -> str | None:
     x = f.step.x.to(f.case.dtype).double()
-    values = _per_channel(x)
+    values = per_channel(x)
     mean, biased, n = values.mean(1), values.var(1, correction=0), values.shape[1]
     eps = _eps(f)
     if f.step.mode == "eval" and f.state_before.get("running_mean") is None:
@@ -124,6 +124,42 @@ def _output_hint(f: Finding) -> str | None:
     return None
 
 
+def running_after(old: torch.Tensor, batch_values: list[torch.Tensor], momentum, tracked_before: int) -> torch.Tensor:
+    """A running buffer after one update per batch statistic in ``batch_values``, in order, as
+    torch updates it (``momentum``, or 1/num_batches_tracked after incrementing it when None)."""
+    value = old.double()
+    for k, batch in enumerate(batch_values):
+        factor = 1.0 / (tracked_before + k + 1) if momentum is None else momentum
+        value = (1 - factor) * value + factor * batch.double()
+    return value
+
+
+def biased_running_var(n: int) -> str:
+    """The hint for a running_var updated with the biased variance of ``n`` values per channel."""
+    return (f"running_var is off by a factor n/(n − 1) = {n}/{n - 1}: PyTorch updates it with the "
+            "unbiased batch variance (but normalizes with the biased one).")
+
+
+def wrong_count(n: int, what: str, wrong: str) -> str:
+    """The hint for an unbiased correction σ²·n/(n − 1) computed with the wrong count."""
+    return f"the unbiased correction must use n = {n} values per channel ({what}), not {wrong}."
+
+
+def running_var_misreadings(old: torch.Tensor, batches: list[torch.Tensor], momentum, tracked_before: int,
+                            wrong_counts: list[tuple[int, str]], what: str) -> list[tuple[torch.Tensor, str]]:
+    """What running_var would be after updates from ``batches`` (each (C, n) values per channel,
+    one update each) with the biased variance, or with the unbiased correction of each wrong count
+    in ``wrong_counts`` ((count, how the hint names it)); ``what`` names the right count."""
+    biased = [b.var(1, correction=0) for b in batches]
+    n = batches[0].shape[1]
+    candidates = [(running_after(old, biased, momentum, tracked_before), biased_running_var(n))]
+    for count, wrong in wrong_counts:
+        if count > 1:
+            candidates.append((running_after(old, [v * count / (count - 1) for v in biased], momentum, tracked_before),
+                               wrong_count(n, what, wrong)))
+    return candidates
+
+
 def _buffer_hint(f: Finding) -> str | None:
     name, before = f.name, f.state_before
     if f.detail == "carries autograd history":
@@ -147,8 +183,7 @@ def _buffer_hint(f: Finding) -> str | None:
     if f.student is None or f.exact is None or before.get(name) is None:
         return None
     x = f.step.x.to(f.case.dtype).double()
-    values = _per_channel(x)
-    n = values.shape[1]
+    values = per_channel(x)
     old = before[name].double()
     momentum = f.case.kwargs.get("momentum", 0.1)
     tracked = int(before["num_batches_tracked"]) + 1
@@ -161,20 +196,8 @@ def _buffer_hint(f: Finding) -> str | None:
          "(CS231n's convention is the opposite)."),
     ]
     if name == "running_var":
-        biased = values.var(1, correction=0)
-        candidates.insert(0, (
-            (1 - factor) * old + factor * biased,
-            f"running_var is off by a factor n/(n − 1) = {n}/{n - 1}: PyTorch updates it with the "
-            "unbiased batch variance (but normalizes with the biased one).",
-        ))
-        if x.dim() > 2:
-            per_sample_n = x.shape[0]
-            if per_sample_n > 1:
-                wrong = biased * per_sample_n / (per_sample_n - 1)
-                candidates.append((
-                    (1 - factor) * old + factor * wrong,
-                    f"the unbiased correction must use n = {n} values per channel (N·∏spatial), not N = {per_sample_n}.",
-                ))
+        wrong = [(x.shape[0], f"N = {x.shape[0]}")] if x.dim() > 2 else []
+        candidates[:0] = running_var_misreadings(old, [values], momentum, tracked - 1, wrong, "N·∏spatial")
     if momentum is None:
         candidates.append((
             0.9 * old + 0.1 * batch,

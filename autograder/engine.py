@@ -70,6 +70,13 @@ class Case:
     def reference_name(self) -> str:
         return self.reference or f"torch.nn.{self.layer}"
 
+    @property
+    def reference_value(self) -> str:
+        """How a sentence names the reference's value: "torch.nn.BatchNorm2d's", or "the reference
+        (torch's BatchNorm applied to each virtual batch in turn)" when a phrase names it."""
+        name = self.reference_name
+        return f"the reference ({name})" if " " in name else f"{name}'s"
+
     def describe(self) -> str:
         arguments = [repr(a) for a in self.args] + [f"{k}={v!r}" for k, v in self.kwargs.items()]
         text = f"{self.layer}({', '.join(arguments)}) in {str(self.dtype).replace('torch.', '')} on {self.device.type}"

@@ -26,9 +26,9 @@ from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, GRAD_INPUT, OUTPUT, Case, Finding, Step
 from autograder.inputs import channel_input, channel_state, random_tensor
 from autograder.messages import fail, shape_str
-from autograder.numerics import discrepancy, matches
+from autograder.numerics import closest_explanation, discrepancy, matches
 from autograder.sandbox import observe
-from autograder.sandbox.observe_recalibrate import architecture, build_model
+from autograder.sandbox.observe_recalibrate import architecture, build_model, make_loader
 from autograder.seeding import generator
 from autograder.side import StudentCodeFailed, student
 from autograder.wire import RemoteError
@@ -90,8 +90,15 @@ class _ReplicaCase:
                 for mode, x, g in self.steps]
 
 
+def _local_eval(case: _ReplicaCase, mode: str) -> bool:
+    """Whether this step normalizes each shard on its own, as ``nn.SyncBatchNorm`` does in eval mode
+    without running statistics: it synchronizes only in training mode."""
+    return mode == "eval" and not case.kwargs.get("track_running_stats", True)
+
+
 def _reference_replicas(case: _ReplicaCase, dtype) -> list[list[dict]]:
-    """torch's BatchNorm2d on each process group's concatenated batch, computing in ``dtype``, cut
+    """torch's BatchNorm2d on each process group's concatenated batch (on each process's own shard
+    in eval mode without running statistics, as ``nn.SyncBatchNorm``), computing in ``dtype``, cut
     into what each replica should report: per step, per rank, the output, gradients and buffers."""
     world = len(case.sizes)
     steps: list[list] = [[None] * world for _ in case.steps]
@@ -101,23 +108,26 @@ def _reference_replicas(case: _ReplicaCase, dtype) -> list[list[dict]]:
         params = [p for p in (bn.weight, bn.bias) if p is not None]
         for i, (mode, x, g) in enumerate(case.steps):
             bn.train(mode == "train")
-            xg, _ = case.group_batch(x, group[0])
-            xg = xg.to(case.dtype).to(dtype).requires_grad_(g is not None)
-            with torch.enable_grad() if g is not None else torch.no_grad():
-                y = bn(xg)
-            gg = None if g is None else case.group_batch(g, group[0])[0].to(dtype)
-            grad_x = None if gg is None else torch.autograd.grad((y * gg).sum(), xg, retain_graph=True)[0]
-            full = dict(zip(("weight", "bias"), torch.autograd.grad((y * gg).sum(), params, retain_graph=True))) \
-                if gg is not None and params else None
-            buffers = {n: (None if getattr(bn, n) is None else getattr(bn, n).detach().clone())
-                       for n in ("running_mean", "running_var", "num_batches_tracked")}
-            for rank in group:
-                rows = case.group_batch(x, rank)[1]
-                grads = {"weight": None, "bias": None}
-                if gg is not None and params:
-                    grads = dict(zip(("weight", "bias"), torch.autograd.grad((y[rows] * gg[rows]).sum(), params, retain_graph=True)))
-                steps[i][rank] = {"output": y[rows].detach(), "grad_input": None if grad_x is None else grad_x[rows],
-                                  "grad_params": grads, "buffers": buffers, "global_grads": full}
+            batches = [[rank] for rank in group] if _local_eval(case, mode) else [group]
+            for together in batches:
+                xg = torch.cat([x[case.rows(r)] for r in together]).to(case.dtype).to(dtype).requires_grad_(g is not None)
+                gg = None if g is None else torch.cat([g[case.rows(r)] for r in together]).to(dtype)
+                with torch.enable_grad() if g is not None else torch.no_grad():
+                    y = bn(xg)
+                grad_x = None if gg is None else torch.autograd.grad((y * gg).sum(), xg, retain_graph=True)[0]
+                full = dict(zip(("weight", "bias"), torch.autograd.grad((y * gg).sum(), params, retain_graph=True))) \
+                    if gg is not None and params else None
+                buffers = {n: (None if getattr(bn, n) is None else getattr(bn, n).detach().clone())
+                           for n in ("running_mean", "running_var", "num_batches_tracked")}
+                start = 0
+                for rank in together:
+                    rows = slice(start, start + case.sizes[rank])
+                    start += case.sizes[rank]
+                    grads = {"weight": None, "bias": None}
+                    if gg is not None and params:
+                        grads = dict(zip(("weight", "bias"), torch.autograd.grad((y[rows] * gg[rows]).sum(), params, retain_graph=True)))
+                    steps[i][rank] = {"output": y[rows].detach(), "grad_input": None if grad_x is None else grad_x[rows],
+                                      "grad_params": grads, "buffers": buffers, "global_grads": full}
     return steps
 
 
@@ -133,18 +143,41 @@ def _sync_hint(case: _ReplicaCase, step: int, rank: int, name: str, got: torch.T
         if matches(wrong, got, exact["output"]):
             return ("your layer reduced over every process, not over its process_group: pass "
                     "group=self.process_group to the collectives (None means the default group).")
+    group = case.group_of(rank)
     x = case.group_batch(x, rank)[0]
     eps, momentum = case.kwargs.get("eps", 1e-5), case.kwargs.get("momentum", 0.1)
-    if name == "output" and mode == "train":
-        var, mean = torch.var_mean(shard, dim=_dims(shard), correction=0, keepdim=True)
-        local = (shard - mean) / torch.sqrt(var + eps)
+
+    def normalized(mean, var):
+        y = (shard - mean.reshape(1, -1, 1, 1)) / torch.sqrt(var.reshape(1, -1, 1, 1) + eps)
         if case.kwargs.get("affine", True):
-            local = local * case.state["weight"].reshape(1, -1, 1, 1) + case.state["bias"].reshape(1, -1, 1, 1)
-        if matches(local, got, exact["output"]):
+            y = y * case.state["weight"].reshape(1, -1, 1, 1) + case.state["bias"].reshape(1, -1, 1, 1)
+        return y
+
+    if name == "output" and _local_eval(case, mode):
+        var, mean = torch.var_mean(x, dim=_dims(x), correction=0)
+        if matches(normalized(mean, var), got, exact["output"]):
+            return ("your layer synchronized in eval mode. nn.SyncBatchNorm synchronizes only in training mode "
+                    "(need_sync requires self.training): in eval mode without running statistics each process "
+                    "normalizes its own shard with that shard's statistics, as a plain BatchNorm2d does.")
+    if name == "output" and mode == "train":
+        var, mean = torch.var_mean(shard, dim=_dims(shard), correction=0)
+        if matches(normalized(mean, var), got, exact["output"]):
             return ("each process normalized its own shard with its own statistics: that is plain BatchNorm under "
                     "data parallelism. A synchronized BatchNorm all-reduces the per-channel sum, sum of squares and "
                     "count over the process group first, so every process normalizes with the whole batch's mean "
                     "and variance.")
+        full_x = case.steps[step][1]
+        shards = [full_x[case.rows(r)] for r in group]
+        stats = [torch.var_mean(s, dim=_dims(s), correction=0) for s in shards]
+        counts = torch.tensor([s.numel() / s.shape[1] for s in shards], dtype=F64)[:, None]
+        variances, means = torch.stack([v for v, _ in stats]), torch.stack([m for _, m in stats])
+        weighted = (counts * means).sum(0) / counts.sum(), (counts * variances).sum(0) / counts.sum()
+        averaged = means.mean(0), variances.mean(0)
+        text = ("you averaged the per-process variances, which leaves out how far each process's mean lies from the "
+                "global mean: σ² = Σ_r n_r·(σ_r² + (μ_r − μ)²) / n. All-reduce Σx, Σx² and the count instead, then "
+                "σ² = Σx²/n − μ² (as the formula above).")
+        if any(matches(normalized(m, v), got, exact["output"]) for m, v in (weighted, averaged)):
+            return text
     if name in ("weight.grad", "bias.grad") and exact.get("global_grads"):
         total = exact["global_grads"][name.split(".")[0]]
         if matches(total, got, exact["grad_params"][name.split(".")[0]]):
@@ -157,20 +190,12 @@ def _sync_hint(case: _ReplicaCase, step: int, rank: int, name: str, got: torch.T
                 "nn.SyncBatchNorm's backward does), or an all-reduce that autograd can differentiate. "
                 "A plain dist.all_reduce is invisible to autograd.")
     if name == "running_var" and momentum is not None and mode == "train" and case.kwargs.get("track_running_stats", True):
-        n_global = x.numel() // x.shape[1]
         n_local = shard.numel() // shard.shape[1]
-        old = exact["buffers_before"]["running_var"]
-        var = torch.var(x, dim=_dims(x), correction=0)
-        candidates = [
-            ((1 - momentum) * old + momentum * var, "running_var is updated with the biased variance; PyTorch uses "
-             f"the unbiased one, var·n/(n−1) with n = {n_global}, the count of the whole batch."),
-            ((1 - momentum) * old + momentum * var * n_local / max(n_local - 1, 1),
-             f"the unbiased correction uses this process's count (n = {n_local}); it must use the whole batch's "
-             f"(n = {n_global}), which the all-reduce gives you."),
-        ]
-        for value, text in candidates:
-            if matches(value, got, exact["buffers"]["running_var"]):
-                return text
+        candidates = batch_norm_hints.running_var_misreadings(
+            exact["buffers_before"]["running_var"], [batch_norm_hints.per_channel(x)], momentum, 0,
+            [(n_local, f"this process's count {n_local}")], "the whole batch over the process group, which the "
+            "all-reduce of the counts gives")
+        return closest_explanation(candidates, got, exact["buffers"]["running_var"])
     return None
 
 
@@ -224,9 +249,15 @@ def _judge_replicas(case: _ReplicaCase, reports: list) -> None:
                 gap = discrepancy(mine, theirs, best)
                 if gap is not None:
                     hint = _sync_hint(case, i, rank, name, mine, e)
-                    fail(f"{where}: your `{name}` differs from torch.nn.BatchNorm2d's on the whole batch of "
-                         f"{sum(case.sizes[r] for r in case.group_of(rank))}: max error {gap.max_error:.3g} (yours {gap.shown[0]}, torch "
-                         f"{gap.shown[1]}; allowed {gap.allowed:.1g})."
+                    if _local_eval(case, mode):
+                        reference = (f"torch.nn.BatchNorm2d on this process's {case.sizes[rank]} samples, as "
+                                     "nn.SyncBatchNorm in eval mode")
+                    else:
+                        reference = (f"torch.nn.BatchNorm2d on the whole batch of "
+                                     f"{sum(case.sizes[r] for r in case.group_of(rank))}")
+                    fail(f"{where}: your `{name}` differs from the reference ({reference}): max error "
+                         f"{gap.max_error:.3g} (yours {gap.shown[0]}, torch {gap.shown[1]}; "
+                         f"allowed {gap.allowed:.1g})."
                          + (f"\nLikely cause: {hint}" if hint else ""))
         if mode == "train" and exact[i][0]["buffers"]["running_var"] is not None:
             buffers_before = [{"running_var": exact[i][rank]["buffers"]["running_var"]} for rank in range(len(reports))]
@@ -284,6 +315,10 @@ def check_sync_batch_norm(SyncBatchNorm2d, full: bool = False) -> None:
                                 case.plain_steps(), case.dtype, REPLICA_SECONDS, case.groups)
             if not _timed_out(report):
                 break
+        if "unsupported_platform" in report:
+            fail(f"{case.describe()}: this test needs Linux (the course hub). It starts its processes with fork and "
+                 f"prctl and joins them over the interface lo, which this computer ({report['unsupported_platform']}) "
+                 "does not have. Your layer was not judged here: run this cell on the course hub.")
         if "error" in report:
             fail(f"{case.describe()}: the processes could not start: {report['error']}")
         replicas = report.get("replicas")
@@ -363,6 +398,18 @@ def _masked_hint(f: Finding) -> str | None:
         if matches(torch.where(real, everywhere, torch.zeros_like(x)), f.student, f.exact) or matches(everywhere, f.student, f.exact):
             return ("your statistics include the padded positions. Count and sum only where mask is True: "
                     "n = mask.sum(), μ = Σ(x·mask)/n, σ² = Σ((x−μ)²·mask)/n.")
+        weights = real.to(x.dtype)
+        n, positions = weights.sum(), x.shape[0] * x.shape[2]
+        right_mean = (x * weights).sum((0, 2), keepdim=True) / n
+        over_all_mean = (x * weights).sum((0, 2), keepdim=True) / positions
+        for mean in (right_mean, over_all_mean):
+            var = ((x - mean) ** 2 * weights).sum((0, 2), keepdim=True) / positions
+            guess = (x - mean) / torch.sqrt(var + eps)
+            if f.case.kwargs.get("affine", True):
+                guess = guess * f.case.state["weight"].reshape(1, -1, 1) + f.case.state["bias"].reshape(1, -1, 1)
+            if matches(guess * weights, f.student, f.exact) or matches(guess, f.student, f.exact):
+                return (f"you summed over the real tokens but divided by N·L = {positions}, every position; divide by the "
+                        f"number of real tokens, n = mask.sum() = {int(n)}, in the mean and in the variance.")
         if matches(torch.where(real, f.student, torch.zeros_like(f.student)).to(F64), f.exact, None) and not matches(f.student, f.exact, None):
             return "the real tokens are right; the padded positions of the output must be 0 (mask them after normalizing)."
     lengths = mask.sum(1, keepdim=True)
@@ -378,9 +425,15 @@ def _masked_hint(f: Finding) -> str | None:
         if matches(guess * real, f.student, f.exact):
             return ("you treated the first mask.sum(1) positions of each sequence as its tokens; padding can come "
                     "first too (left padding). Use the mask itself.")
-    if f.aspect == BUFFERS and f.name == "running_var":
-        return ("running_var uses the unbiased variance of the real tokens: var·n/(n−1) with n the number of real "
-                "positions (mask.sum()), not N·L.")
+    old, tracked = f.state_before.get("running_var"), f.state_before.get("num_batches_tracked")
+    if f.aspect == BUFFERS and f.name == "running_var" and f.student is not None and isinstance(old, torch.Tensor) \
+            and isinstance(tracked, torch.Tensor):
+        tokens = x.transpose(1, 2)[mask].T  # (C, n): the real tokens of each channel
+        positions = x.shape[0] * x.shape[2]
+        candidates = batch_norm_hints.running_var_misreadings(
+            old, [tokens], f.case.kwargs.get("momentum", 0.1), int(tracked), [(positions, f"N·L = {positions}")],
+            "the real tokens, mask.sum()")
+        return closest_explanation(candidates, f.student, f.exact)
     return None
 
 
@@ -499,9 +552,11 @@ def check_frozen_batch_norm(FrozenBatchNorm2d, full: bool = False) -> None:
 RECALIBRATE = "recalibrate_bn"
 
 
-def _recalibration_setting(seed: int, momenta=(0.1, None, 0.3), training=True, sizes=(8, 8, 8)) -> tuple[dict, dict, list]:
+def _recalibration_setting(seed: int, momenta=(0.1, None, 0.3), training=True, sizes=(8, 8, 8),
+                           eval_modules=(), kinds=("2d", "2d", "1d")) -> tuple[dict, dict, list]:
     """A model description, its state with stale running statistics, and the loader's batches."""
-    spec = {"channels": 2, "hidden": 4, "momenta": list(momenta), "training": training}
+    spec = {"channels": 2, "hidden": 4, "momenta": list(momenta), "training": training, "eval_modules": list(eval_modules),
+            "kinds": list(kinds)}
     state = {}
     for i, (name, value) in enumerate(architecture(spec).state_dict().items()):
         if name.endswith("num_batches_tracked"):
@@ -520,50 +575,121 @@ def _recalibration_cases(full: bool) -> list[tuple[str, int, dict]]:
     cases = [("a model in training mode, a loader of input batches", 1, {}),
              ("a model in eval mode, a loader of (input, target) pairs", 2, {"training": False, "pairs": True})]
     if full:
-        cases += [("batches of 8, 5 and 3 samples", 3, {"sizes": (8, 5, 3)}),
+        cases += [("batches of 8, 5 and 3 samples, a loader of [input, target] lists", 3, {"sizes": (8, 5, 3), "pairs": "list"}),
                   ("every BatchNorm with momentum 0.1", 4, {"momenta": (0.1, 0.1, 0.1)}),
                   ("one batch", 5, {"sizes": (6,)}),
                   ("batches of 8 and 2 samples", 7, {"sizes": (8, 2)}),
-                  ("a model in eval mode, momenta None, 0.5, 0.01", 6, {"training": False, "momenta": (None, 0.5, 0.01)})]
+                  ("a model in eval mode, momenta None, 0.5, 0.01", 6, {"training": False, "momenta": (None, 0.5, 0.01)}),
+                  ("a model in training mode whose second BatchNorm2d was put in eval mode (bn.eval())", 8,
+                   {"eval_modules": (4,)}),
+                  ("a model with a SyncBatchNorm, a BatchNorm3d and a BatchNorm1d", 9, {"kinds": ("sync", "3d", "1d")})]
     return cases
 
 
-def _recalibration_hint(name: str, got: torch.Tensor, spec, state, batches, expected) -> str | None:
-    """Which of two steps of update_bn (reset the statistics, average with momentum=None) was left out."""
-    if name.split(".")[0] not in ("1", "4", "9") or not name.endswith(("running_mean", "running_var")):
+def _batch_norm_layers(spec: dict) -> dict[str, str]:
+    """The model's BatchNorms: their prefix in the state_dict ("9") and their class ("BatchNorm1d")."""
+    return {name: type(m).__name__ for name, m in architecture(spec).named_modules()
+            if isinstance(m, nn.modules.batchnorm._BatchNorm)}
+
+
+def _layers(names: list[str]) -> str:
+    """"layer 9 (BatchNorm1d)", "layers 1 (BatchNorm2d) and 4 (BatchNorm2d)"."""
+    return ("layer " if len(names) == 1 else "layers ") + " and ".join(names)
+
+
+def _unrecalibrated(got: dict, state: dict, layers: dict[str, str]) -> dict[str, list[str]]:
+    """The BatchNorm layers whose running statistics are still the stale ones (``"stale"``), or
+    those reset but never updated (``"reset"``: zeros and ones), by name ("9 (BatchNorm1d)")."""
+    found: dict[str, list[str]] = {"stale": [], "reset": []}
+    for index, kind in layers.items():
+        mean, var = got.get(f"{index}.running_mean"), got.get(f"{index}.running_var")
+        if not isinstance(mean, torch.Tensor) or not isinstance(var, torch.Tensor):
+            continue
+        old_mean, old_var = state[f"{index}.running_mean"].to(mean.dtype), state[f"{index}.running_var"].to(var.dtype)
+        if torch.equal(mean.cpu(), old_mean) and torch.equal(var.cpu(), old_var):
+            found["stale"].append(f"{index} ({kind})")
+        elif not bool(mean.any()) and bool((var == 1).all()):
+            found["reset"].append(f"{index} ({kind})")
+    return found
+
+
+def _unrecalibrated_hint(got: dict, spec: dict, state: dict, layer: str | None = None) -> str | None:
+    """Names the BatchNorms a recalibration left out (``layer``: only if it is one of them)."""
+    layers = _batch_norm_layers(spec)
+    found = _unrecalibrated(got, state, layers)
+    named = f"{layer} ({layers[layer]})" if layer in layers else None
+    if found["stale"] and (named is None or named in found["stale"]):
+        return (f"the running statistics of {_layers(found['stale'])} were not recalibrated: they still hold "
+                "the stale values. Reset and recalibrate every BatchNorm of the model, whatever its class (update_bn "
+                "takes every nn.modules.batchnorm._BatchNorm: BatchNorm1d, 2d, 3d and SyncBatchNorm).")
+    if found["reset"] and (named is None or named in found["reset"]):
+        return (f"the running statistics of {_layers(found['reset'])} were reset but never updated: the "
+                "forwards ran with that BatchNorm in eval mode. Call model.train() before the loop: it puts every "
+                "module in training mode, also a BatchNorm that was switched to eval on its own.")
+    return None
+
+
+RECALIBRATION_ADVICE = {  # (reset, momentum=None) -> what a layer recalibrated so is missing
+    (False, False): "your running statistics still remember the stale ones, and the last batches weigh most: "
+                    "reset them first (reset_running_stats()) and average with momentum=None, as update_bn does.",
+    (False, True): "your running statistics still remember the stale ones: reset them first "
+                   "(reset_running_stats(), which also sets num_batches_tracked to 0).",
+    (True, False): "you reset the statistics but kept each BatchNorm's momentum, so the last batches weigh more. "
+                   "Set momentum=None while recalibrating (every batch weighs the same) and restore it afterwards.",
+}
+
+
+def _recalibrated_so(spec, state, batches, reset: bool, cumulative: bool) -> dict:
+    """The state a recalibration that resets (or not) and sets momentum=None (or not) leaves."""
+    model = build_model(spec, state).train()
+    for m in model.modules():
+        if isinstance(m, nn.modules.batchnorm._BatchNorm):
+            if reset:
+                m.reset_running_stats()
+            if cumulative:
+                m.momentum = None
+    with torch.no_grad():
+        for x in batches:
+            model(x)
+    return model.state_dict()
+
+
+def _recalibration_hint(name: str, got: dict, spec, state, batches, expected: dict) -> str | None:
+    """Which BatchNorms were left out, or which of two steps of update_bn (reset the statistics,
+    average with momentum=None) was."""
+    layers = _batch_norm_layers(spec)
+    layer = name.rsplit(".", 1)[0]
+    if layer not in layers or not name.endswith(("running_mean", "running_var")):
         return None
-    advice = {
-        (False, False): "your running statistics still remember the stale ones, and the last batches weigh most: "
-                        "reset them first (reset_running_stats()) and average with momentum=None, as update_bn does.",
-        (False, True): "your running statistics still remember the stale ones: reset them first "
-                       "(reset_running_stats(), which also sets num_batches_tracked to 0).",
-        (True, False): "you reset the statistics but kept each BatchNorm's momentum, so the last batches weigh more. "
-                       "Set momentum=None while recalibrating (every batch weighs the same) and restore it afterwards.",
-    }
-    for (reset, cumulative), text in advice.items():
-        model = build_model(spec, state).train()
-        for m in model.modules():
-            if isinstance(m, nn.modules.batchnorm._BatchNorm):
-                if reset:
-                    m.reset_running_stats()
-                if cumulative:
-                    m.momentum = None
-        with torch.no_grad():
-            for x in batches:
-                model(x)
-        if matches(model.state_dict()[name], got, expected):
-            return text
+    left_out = _unrecalibrated_hint(got, spec, state, layer)
+    if left_out:
+        return left_out
+    right = [f"{index} ({kind})" for index, kind in layers.items()
+             if all(discrepancy(got[f"{index}.{b}"], expected[f"{index}.{b}"], expected[f"{index}.{b}"]) is None
+                    for b in ("running_mean", "running_var"))]
+    for (reset, cumulative), text in RECALIBRATION_ADVICE.items():
+        if not matches(_recalibrated_so(spec, state, batches, reset, cumulative)[name], got[name], expected[name]):
+            continue
+        if (reset, cumulative) == (False, False) and right:
+            kind = layers[layer]
+            return (f"layer {layer} ({kind}) went through an ordinary training step (not reset, its own momentum) "
+                    f"while {_layers(right)} {'was' if len(right) == 1 else 'were'} recalibrated: your function leaves out {kind}. Take every "
+                    "BatchNorm of the model, as update_bn does (isinstance(m, nn.modules.batchnorm._BatchNorm) covers "
+                    "BatchNorm1d, 2d, 3d and SyncBatchNorm).")
+        return text
     return None
 
 
 def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
-    """The model's state after ``recalibrate_bn(model, loader)`` equals update_bn's; modes, momenta
-    and parameters are as they were; torch's update_bn itself earns nothing."""
+    """The model's state after ``recalibrate_bn(model, loader)`` equals update_bn's; the forwards
+    ran without autograd; modes, momenta and parameters are as they were; torch's update_bn
+    itself earns nothing."""
     __tracebackhide__ = True
     fn = student(recalibrate_bn, RECALIBRATE)
     for description, seed, options in _recalibration_cases(full):
         spec, state, batches = _recalibration_setting(seed, options.get("momenta", (0.1, None, 0.3)),
-                                                      options.get("training", True), options.get("sizes", (8, 8, 8)))
+                                                      options.get("training", True), options.get("sizes", (8, 8, 8)),
+                                                      options.get("eval_modules", ()), options.get("kinds", ("2d", "2d", "1d")))
         pairs = options.get("pairs", False)
         where = f"{RECALIBRATE}(model, loader) with {description}"
         report = fn.report("observe_recalibrate.recalibrate", spec, state, batches, pairs)
@@ -573,7 +699,7 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
         if "error" in report:
             fail(f"{where} raised {report['error'].name}: {report['error']}")
         model = build_model(spec, state)
-        loader = [(x, torch.zeros(len(x), dtype=torch.long)) for x in batches] if pairs else batches
+        loader = make_loader(batches, pairs)
         modes_before = [m.training for m in model.modules()]
         swa_utils.update_bn(loader, model)
         expected = model.state_dict()
@@ -592,16 +718,24 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
                      f"{shape_str(value.shape)}.")
             if not value.is_floating_point():
                 if not torch.equal(mine, value):
+                    hint = _unrecalibrated_hint(got, spec, state, name.rsplit(".", 1)[0])
                     fail(f"{where}: `{name}` is {mine.item()} after your call, update_bn's is {value.item()}. update_bn "
-                         "resets the running statistics (num_batches_tracked = 0), then counts one per batch.")
+                         "resets the running statistics (num_batches_tracked = 0), then counts one per batch."
+                         + (f"\nLikely cause: {hint}" if hint else ""))
                 continue
             gap = discrepancy(mine, value, value)
             if gap is not None:
-                hint = _recalibration_hint(name, mine, spec, state, batches, value)
+                hint = _recalibration_hint(name, got, spec, state, batches, expected)
                 fail(f"{where}: `{name}` differs from update_bn's: max error {gap.max_error:.3g} (yours "
                      f"{gap.shown[0]}, update_bn {gap.shown[1]})."
                      + (f"\nLikely cause: {hint}" if hint else ""))
-        if report.get("modes_after") != modes_before:
+        with_autograd = report.get("forwards_with_autograd")
+        if with_autograd:
+            fail(f"{where}: {with_autograd} of the {report.get('batch_norm_forwards')} BatchNorm forwards ran with "
+                 "autograd on. Run the loop under torch.no_grad(), as update_bn does: no gradient is needed, and "
+                 "with autograd on every forward keeps its activations for a backward that never comes.")
+        modes_after = report.get("modes_after")
+        if modes_after != modes_before and modes_after != [spec["training"]] * len(modes_before):
             fail(f"{where}: the model's train/eval modes differ after your call. Put the model in training mode to "
                  "recompute the statistics, then restore the mode it had (model.train(was_training)).")
         if report.get("momenta_after") != report.get("momenta_before"):
@@ -655,12 +789,13 @@ def _half_hint(f: Finding) -> str | None:
     if f.aspect == OUTPUT and f.case.dtype in (F16, BF16) and not _like_low_precision(f):
         return layer_norm.hint(f)
     if f.aspect == OUTPUT and f.case.dtype == F16:
-        return ("the statistics overflowed or lost precision in float16: its largest value is 65504, so (x − μ)² of "
-                "values in the hundreds is inf (and 1/√inf = 0), and eps=1e-8 rounds to 0. Compute mean and variance "
-                "in float32 (x.float()), normalize there, and cast only the result back to float16.")
+        return ("the statistics overflowed or lost precision in float16: its largest value is 65504, so the square "
+                "of a deviation x − μ above about 256 is inf (and 1/√inf = 0), and eps=1e-8 rounds to 0. Compute mean "
+                "and variance in float32 (x.float()), normalize there, and cast only the result back to float16.")
     if f.aspect == OUTPUT and f.case.dtype == BF16:
-        return ("the statistics lost precision in bfloat16, which keeps 8 significant bits: a mean of 1000 is only "
-                "known to ±4, larger than the spread of the data. Compute them in float32 and cast only the result back.")
+        return ("the statistics lost precision in bfloat16, which keeps 8 significant bits: values near 1000 are 4 "
+                "apart, so a mean of 1000 is only known to ±2, more than the spread of the data here. Compute them in "
+                "float32 and cast only the result back.")
     return layer_norm.hint(f)
 
 

@@ -87,6 +87,21 @@ def grade_choice(answer, question: str, key: str, why: str, options: str | None 
         fail(f"{question}: your answer {got!r} is not right. {why}")
 
 
+def grade_observation(answer, question: str, holds: dict[str, bool], otherwise: str, why: str,
+                      observed: str = "") -> None:
+    """Hidden: a choice among statements about the student's own result, recomputed by the grader.
+    Any statement that ``holds`` for that result is right (several may); ``otherwise`` is right
+    when none does. ``observed`` shows the result a wrong answer is judged on."""
+    __tracebackhide__ = True
+    options = "".join(sorted(set(holds) | {otherwise}))
+    got = _letters(_value(answer, question), question, options, multiple=False)
+    right = [letter for letter, true in holds.items() if true] or [otherwise]
+    if got not in right:
+        shown = " or ".join(repr(r) for r in right)
+        fail(f"{question}: your answer {got!r} is not right: on your result the right answer is {shown}. {why}"
+             + (f" Your result: {observed}." if observed else ""))
+
+
 def grade_number(answer, question: str, key: float, why: str, rtol: float = 0.02, atol: float = 0.0) -> None:
     """Hidden: the answer is within ``atol + rtol·|key|`` of the key."""
     __tracebackhide__ = True

@@ -19,13 +19,13 @@ import torch
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from autograder import engine, forbidden, integrity
+from autograder import batch_norm_hints, engine, forbidden, integrity
 from autograder.devices import devices_for
 from autograder.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
 from autograder.inputs import channel_input, channel_state, random_tensor
-from autograder.messages import fail, shape_str, two_values
+from autograder.messages import CheckFailed, fail, shape_str, two_values
 from autograder.numerics import closest_explanation, discrepancy, matches
-from autograder.side import student
+from autograder.side import StudentCodeFailed, student
 from autograder.wire import RemoteError
 
 F64, F32 = torch.float64, torch.float32
@@ -131,6 +131,12 @@ def _ghost_hint(f: Finding) -> str | None:
             (averaged, "the running statistics were updated once per step with the average of the virtual batches' "
                        f"statistics; update them once per virtual batch ({len(chunks)} times here), in order."),
         ) if c is not None]
+        tracked = f.state_before.get("num_batches_tracked")
+        if f.name == "running_var" and isinstance(tracked, torch.Tensor) and isinstance(f.state_before.get(f.name), torch.Tensor):
+            n_all = x.numel() // x.shape[1]
+            candidates += batch_norm_hints.running_var_misreadings(
+                f.state_before[f.name], [batch_norm_hints.per_channel(c) for c in chunks], f.case.kwargs.get("momentum", 0.1),
+                int(tracked), [(n_all, f"the whole batch's {n_all}")], "those of one virtual batch")
         return closest_explanation(candidates, f.student, f.exact)
     return None
 
@@ -159,15 +165,15 @@ def effective_rate(w: torch.Tensor, lr: float) -> torch.Tensor:
     return lr / w.flatten(1).pow(2).sum(dim=1)
 
 
-def _call(fn, name, args, where):
+def _call(fn, name, args, where, floats=False):
     __tracebackhide__ = True
-    report = fn.report("observe.call", tuple(args), record=False)
+    report = fn.report("observe.call", tuple(args), record=False, floats=floats)
     got = report["result"]
     if isinstance(got, RemoteError):
         fail(f"{where} raised {got.name}: {got}")
     if any(report["inputs_changed"]):
         fail(f"{where} modified its input in place; a diagnostic must leave the weights alone.")
-    return got
+    return got, str(report.get("result_type", "?"))
 
 
 def _rate_hint(got, w, lr, exact) -> str | None:
@@ -184,52 +190,82 @@ def _rate_hint(got, w, lr, exact) -> str | None:
     return closest_explanation(candidates, got, exact)
 
 
+def _diagnostic_cases(full: bool) -> list[tuple[tuple, float, torch.dtype]]:
+    """(shape of w, lr, dtype): every dtype a weight has in training, half precision included."""
+    cases = [((4, 3), 0.1, F64), ((6, 3, 3, 3), 0.01, F32)]
+    if full:
+        cases += [((5, 8), 0.5, F32), ((2, 4, 1, 1), 1e-3, F64), ((8, 2, 5), 0.05, F32),
+                  ((6, 4), 0.1, torch.float16), ((3, 2, 3, 3), 0.01, torch.bfloat16)]
+    return cases
+
+
+def _dtype_name(dtype) -> str:
+    return str(dtype).removeprefix("torch.")
+
+
+def _check_rate(rate, w, lr, device) -> None:
+    __tracebackhide__ = True
+    shape, dtype = tuple(w.shape), w.dtype
+    where = f"effective_learning_rate(w of shape {shape_str(shape)}, {_dtype_name(dtype)} on {device.type}, lr={lr:g})"
+    got, kind = _call(rate, "effective_learning_rate", (w.clone(), lr), where)
+    if not isinstance(got, torch.Tensor) or tuple(got.shape) != (shape[0],):
+        shown = shape_str(got.shape) if isinstance(got, torch.Tensor) else kind
+        fail(f"{where}: return a tensor of shape ({shape[0]},), one effective rate per output unit; got {shown}.")
+    if got.dtype != dtype or got.device.type != device.type:
+        hint = ""
+        if got.dtype != dtype and got.dtype == F64:
+            hint = ("\nLikely cause: the rate was computed in float64 (w.double(), or a float64 tensor for lr) and not "
+                    "cast back: end with .to(w.dtype), as a diagnostic logged next to the weights is.")
+        fail(f"{where}: return the rates in w's dtype and on its device ({_dtype_name(dtype)} on {device.type}); yours "
+             f"are {_dtype_name(got.dtype)} on {got.device.type}." + hint)
+    exact = effective_rate(w.double(), lr).cpu()
+    gap = discrepancy(got, effective_rate(w, lr), exact)
+    if gap is not None:
+        hint = _rate_hint(got, w, lr, exact)
+        fail(f"{where}: your rate for unit {gap.index[0]} is {gap.shown[0]}, expected "
+             f"{gap.shown[1]} (lr / ‖w_c‖²)." + (f"\nLikely cause: {hint}" if hint else ""))
+
+
+RATIO_TOLERANCE = {F64: 1e-9, F32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}  # on log10 of the ratio
+
+
+def _check_ratio(ratio, before, after, device) -> None:
+    __tracebackhide__ = True
+    shape, dtype = tuple(before.shape), before.dtype
+    where = f"update_to_data_ratio(before, after of shape {shape_str(shape)}, {_dtype_name(dtype)} on {device.type})"
+    got, kind = _call(ratio, "update_to_data_ratio", (before.clone(), after.clone()), where, floats=True)
+    if type(got) is not float:
+        shown = "a torch.Tensor" if isinstance(got, torch.Tensor) else kind
+        fail(f"{where}: return a Python float; yours is {shown}. Call .item() on a one-element tensor "
+             "(or float(...)), so that the value can be logged and plotted without holding a tensor.")
+    before64, after64 = before.double().cpu(), after.double().cpu()
+    expected = math.log10(float((after64 - before64).std() / before64.std()))
+    if not abs(got - expected) <= RATIO_TOLERANCE[dtype] * max(1.0, abs(expected)):
+        hint = None
+        if math.isclose(got, 10 ** expected, rel_tol=1e-4):
+            hint = "return log10 of the ratio, as makemore plots it (−3 means an update of 1/1000 of the data)."
+        elif math.isclose(got, math.log10(float((after64 - before64).std() / after64.std())), rel_tol=1e-6):
+            hint = ("you divided by the spread of the weights after the update, as makemore's notebook does; the "
+                    "two differ very little, but this exercise defines the ratio with std(before).")
+        yours, right = two_values(got, expected, digits=8)
+        fail(f"{where}: your ratio is {yours}, expected {right} = log10(std(after − before) / std(before))."
+             + (f"\nLikely cause: {hint}" if hint else ""))
+
+
 def check_diagnostics(effective_learning_rate, update_to_data_ratio, full: bool = False) -> None:
-    """``effective_learning_rate(w, lr)`` = lr / ‖w_c‖² per output unit, and
-    ``update_to_data_ratio(before, after)`` = log10(std(after − before) / std(before))."""
+    """``effective_learning_rate(w, lr)`` = lr / ‖w_c‖² per output unit, a tensor in w's dtype and
+    on its device, and ``update_to_data_ratio(before, after)`` = log10(std(after − before) /
+    std(before)), a Python float."""
     __tracebackhide__ = True
     integrity.check_untampered()
     rate = student(effective_learning_rate, "effective_learning_rate")
     ratio = student(update_to_data_ratio, "update_to_data_ratio")
-    shapes = [((4, 3), 0.1, F64), ((6, 3, 3, 3), 0.01, F64)]
-    if full:
-        shapes += [((5, 8), 0.5, F32), ((2, 4, 1, 1), 1e-3, F64), ((8, 2, 5), 0.05, F32)]
     for device in devices_for(full):
-        for seed, (shape, lr, dtype) in enumerate(shapes):
+        for seed, (shape, lr, dtype) in enumerate(_diagnostic_cases(full)):
             w = (random_tensor(shape, 40 + seed, -1.0, 1.0) * (1 + seed)).to(device, dtype)
-            where = f"effective_learning_rate(w of shape {shape_str(shape)}, {str(dtype).replace('torch.', '')} on {device.type}, lr={lr:g})"
-            got = _call(rate, "effective_learning_rate", (w.clone(), lr), where)
-            exact = effective_rate(w.double(), lr).cpu()
-            if not isinstance(got, torch.Tensor) or tuple(got.shape) != (shape[0],):
-                shown = shape_str(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
-                fail(f"{where}: return a tensor of shape ({shape[0]},), one effective rate per output unit; got {shown}.")
-            gap = discrepancy(got, effective_rate(w, lr), exact)
-            if gap is not None:
-                hint = _rate_hint(got, w, lr, exact)
-                fail(f"{where}: your rate for unit {gap.index[0]} is {gap.shown[0]}, expected "
-                     f"{gap.shown[1]} (lr / ‖w_c‖²)." + (f"\nLikely cause: {hint}" if hint else ""))
+            _check_rate(rate, w, lr, device)
             after = w - lr * random_tensor(shape, 60 + seed, -1.0, 1.0).to(device, dtype)
-            where = f"update_to_data_ratio(before, after of shape {shape_str(shape)}, {str(dtype).replace('torch.', '')} on {device.type})"
-            got = _call(ratio, "update_to_data_ratio", (w.clone(), after.clone()), where)
-            before64, after64 = w.double().cpu(), after.double().cpu()
-            expected = math.log10(float((after64 - before64).std() / before64.std()))
-            if isinstance(got, torch.Tensor) and got.numel() == 1:
-                got = float(got)
-            if not isinstance(got, float) or isinstance(got, bool):
-                fail(f"{where}: return a Python float (use .item()); got {type(got).__name__}.")
-            tolerance = 1e-9 if dtype == F64 else 1e-5
-            if not abs(got - expected) <= tolerance * max(1.0, abs(expected)):
-                linear = 10 ** expected
-                hint = None
-                if math.isclose(got, linear, rel_tol=1e-4):
-                    hint = "return log10 of the ratio, as makemore plots it (−3 means an update of 1/1000 of the data)."
-                elif math.isclose(got, math.log10(float((after64 - before64).std() / after64.std())), rel_tol=1e-6):
-                    hint = "divide by the spread of the weights before the update, std(before)."
-                elif math.isclose(got, math.log10(float((after64 - before64).std(correction=0) / before64.std(correction=0))), rel_tol=1e-9) and dtype == F64:
-                    hint = None  # the biased std gives the same ratio: not the cause
-                yours, right = two_values(got, expected, digits=8)
-                fail(f"{where}: your ratio is {yours}, expected {right} = log10(std(after − before) / std(before))."
-                     + (f"\nLikely cause: {hint}" if hint else ""))
+            _check_ratio(ratio, w, after, device)
 
 
 # --- part 3: folding BN into the convolution --------------------------------------------------
@@ -352,6 +388,50 @@ def _judge_fold(report: dict, conv: nn.Conv2d, bn: nn.BatchNorm2d, x: torch.Tens
     if gap is not None:
         fail(f"{where}: the folded convolution's output differs from conv → bn (eval) by up to {gap.max_error:.3g}: "
              "its stride, padding, dilation, groups and padding_mode must be the original convolution's.")
+
+
+# --- the sweep of question 3 ------------------------------------------------------------------
+
+SWEEP_SCALES = [0.1, 1.0, 10.0]  # factor on the first layer's He-initialized weights
+SWEEP_VIRTUAL_BATCH_SIZES = [4, 16, 64]  # inside batches of 64: 64 is plain BatchNorm
+
+
+def ghost_sweep(GhostBatchNorm) -> list[list[float]]:
+    """Train the small network of :mod:`autograder.sandbox.observe_sweep` once per initial scale
+    (rows, :data:`SWEEP_SCALES`) and virtual batch size (columns, :data:`SWEEP_VIRTUAL_BATCH_SIZES`)
+    with ``GhostBatchNorm`` after its first layer; return the final training losses. Runs where
+    the class lives (the notebook's kernel), in a few seconds on a CPU."""
+    __tracebackhide__ = True
+    integrity.check_untampered()
+    report = student(GhostBatchNorm, GHOST).report("observe_sweep.sweep", SWEEP_SCALES, SWEEP_VIRTUAL_BATCH_SIZES)
+    if "error" in report:
+        scale, size = report.get("at", ["?", "?"])
+        fail(f"the sweep could not train with your GhostBatchNorm (initial scale {scale}, virtual batch size "
+             f"{size}): it raised {report['error'].name}: {report['error']}")
+    losses = report.get("losses")
+    shape = (len(SWEEP_SCALES), len(SWEEP_VIRTUAL_BATCH_SIZES))
+    if (type(losses) is not list or len(losses) != shape[0]
+            or any(type(row) is not list or len(row) != shape[1] or any(type(v) is not float for v in row) for row in losses)):
+        raise StudentCodeFailed("the sweep's report is not a table of losses")
+    return losses
+
+
+def sweep_for_grading(GhostBatchNorm) -> tuple[list[list[float]], str]:
+    """The sweep with the student's layer, run again where the notebook is graded, and whose layer
+    it used: torch's BatchNorm on each virtual batch when the student's does not run."""
+    __tracebackhide__ = True
+    try:
+        return ghost_sweep(GhostBatchNorm), "your GhostBatchNorm"
+    except CheckFailed:
+        return ghost_sweep(GhostReference), "torch's BatchNorm on each virtual batch (yours did not run)"
+
+
+def sweep_table(losses: list[list[float]]) -> str:
+    """The losses as a reader scans them: 'final losses at virtual batch sizes 4, 16, 64: initial
+    scale 0.1: 0.699, 0.377, 0.297; ...'."""
+    rows = "; ".join(f"initial scale {scale:g}: " + ", ".join(f"{v:.3f}" for v in row)
+                     for scale, row in zip(SWEEP_SCALES, losses))
+    return f"final losses at virtual batch sizes {', '.join(map(str, SWEEP_VIRTUAL_BATCH_SIZES))}: {rows}"
 
 
 integrity.remember()

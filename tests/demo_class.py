@@ -36,7 +36,7 @@ TEST_CELLS = {
                                "test_instance_norm_forward", "test_instance_norm_contract", *questions(2)],
     "05_data_vs_layer_norm": ["test_fit", "test_transform", "test_images", "test_as_batch_norm", *questions(3)],
     "02b_batch_norm_backward": ["test_batch_norm_function", "test_layer_norm_function", *questions(3)],
-    "06_training_dynamics": ["test_ghost_batch_norm", "test_diagnostics", "test_fold_batch_norm", *questions(2)],
+    "06_training_dynamics": ["test_ghost_batch_norm", "test_diagnostics", "test_fold_batch_norm", *questions(3)],
     "07_practice_lab": ["test_sync_batch_norm", "test_masked_batch_norm", "test_frozen_batch_norm", "test_recalibrate_bn",
                         "test_float32_stats_layer_norm", *questions(2)],
 }
@@ -185,12 +185,15 @@ def backward_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
 def training_dynamics_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
     a = "06_training_dynamics"
     return {
-        "solution": (source_notebook(a), [3, 2, 3, 1, 1]),
-        "stub": (release(a), [0] * 5),
-        "explicit_loops": (notebook_with_code(a, catalogue(a, "correct_explicit_loops")), [3, 2, 3, 0, 0]),
-        "whole_batch": (notebook_with_code(a, catalogue(a, "bug_whole_batch")), [0, 2, 3, 0, 0]),
-        "fold_no_eps": (notebook_with_code(a, catalogue(a, "bug_fold_no_eps")), [3, 2, 0, 0, 0]),
-        "fuse_helper_cheat": (notebook_with_code(a, catalogue(a, "cheat_fuse_helper")), [3, 2, 0, 0, 0]),
+        "solution": (source_notebook(a), [3, 2, 2, 1, 1, 1]),
+        "stub": (release(a), [0] * 6),
+        "explicit_loops": (notebook_with_code(a, catalogue(a, "correct_explicit_loops")), [3, 2, 2, 0, 0, 0]),
+        "whole_batch": (notebook_with_code(a, catalogue(a, "bug_whole_batch")), [0, 2, 2, 0, 0, 0]),
+        "fold_no_eps": (notebook_with_code(a, catalogue(a, "bug_fold_no_eps")), [3, 2, 0, 0, 0, 0]),
+        "fuse_helper_cheat": (notebook_with_code(a, catalogue(a, "cheat_fuse_helper")), [3, 2, 0, 0, 0, 0]),
+        # The false passes of the last review: a tensor for the ratio, float64 rates for float32 weights.
+        "ratio_tensor": (notebook_with_code(a, catalogue(a, "bug_ratio_tensor")), [3, 0, 2, 0, 0, 0]),
+        "rate_float64": (notebook_with_code(a, catalogue(a, "bug_rate_float64")), [3, 0, 2, 0, 0, 0]),
     }
 
 
@@ -202,6 +205,8 @@ def practice_lab_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]
         "alternative": (notebook_with_code(a, catalogue(a, "correct_alternative")), [3, 1.5, 1, 1.5, 1, 0, 0]),
         "local_statistics": (notebook_with_code(a, catalogue(a, "bug_sync_local_statistics")), [0, 1.5, 1, 1.5, 1, 0, 0]),
         "update_bn_cheat": (notebook_with_code(a, catalogue(a, "cheat_recalibrate_update_bn")), [3, 1.5, 1, 0, 1, 0, 0]),
+        # The false pass of the last review: the right statistics, computed with autograd on.
+        "recalibrate_autograd": (notebook_with_code(a, catalogue(a, "bug_recalibrate_with_autograd")), [3, 1.5, 1, 0, 1, 0, 0]),
     }
 
 

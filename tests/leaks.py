@@ -58,7 +58,7 @@ def leaked(text: str, kinds=("SOLUTION", "HIDDEN TESTS")) -> list[str]:
 
 # ------------------------------------------------------------------ graded questions
 
-GRADE_CALLS = ("grade_choice", "grade_number")
+GRADE_CALLS = ("grade_choice", "grade_number", "grade_observation")
 ANSWER_LINE = re.compile(r"^(answer|why)_q\d+\s*=")
 
 
@@ -74,7 +74,7 @@ def visible_part(source: str) -> str:
 
 
 def grade_calls(source: str) -> list[ast.Call]:
-    """The ``questions.grade_choice``/``grade_number`` calls in some Python source."""
+    """The ``questions.grade_choice``/``grade_number``/``grade_observation`` calls in some Python source."""
     return [node for node in ast.walk(ast.parse(source)) if isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute) and node.func.attr in GRADE_CALLS]
 

@@ -24,7 +24,7 @@ BUGS = {
     "bug_sync_local_statistics": {"sync": "each process normalized its own shard"},
     "bug_sync_plain_all_reduce": {"sync": "A plain dist.all_reduce is invisible to autograd"},
     "bug_sync_biased_running_var": {"sync": "unbiased"},
-    "bug_sync_local_count": {"sync": "uses this process's count"},
+    "bug_sync_local_count": {"sync": "not this process's count"},
     "bug_masked_counts_padding": {"masked": "your statistics include the padded positions"},
     "bug_masked_padding_not_zero": {"masked": "the padded positions of the output must be 0"},
     "bug_frozen_batch_statistics": {"frozen": "uses its running statistics in training mode too"},
@@ -39,6 +39,14 @@ BUGS = {
     "bug_frozen_drops_key_without_prefix": {"frozen": "inside a model the keys carry a prefix"},
     "bug_recalibrate_pairs_by_length": {"recalibrate": "batches of 8 and 2 samples"},
     "bug_frozen_eps_outside_sqrt": {"frozen": "eps belongs inside the square root"},
+    "bug_recalibrate_with_autograd": {"recalibrate": "ran with autograd on"},
+    "bug_recalibrate_lists_two_classes": {"recalibrate": "your function leaves out SyncBatchNorm"},
+    "bug_recalibrate_skips_batch_norm_1d": {"recalibrate": "your function leaves out BatchNorm1d"},
+    "bug_recalibrate_train_only_if_eval": {"recalibrate": "layer 4 (BatchNorm2d) were reset but never updated"},
+    "bug_sync_synchronizes_in_eval": {"sync": "your layer synchronized in eval mode"},
+    "bug_sync_averages_variances": {"sync": "you averaged the per-process variances"},
+    "bug_masked_divides_by_positions": {"masked": "divided by N·L"},
+    "bug_masked_running_var_counts_padding": {"masked": "not N·L"},
 }
 CHEATS = {
     "cheat_sync_functional_batch_norm": no_points("sync"),
@@ -142,3 +150,17 @@ def test_the_scan_flags_the_routes_around_this_exercise_s_observations(route):
     from autograder.grading.scan import scan_source
 
     assert scan_source([(0, route)]), route
+
+
+def test_outside_linux_the_replicas_are_not_started_and_the_student_is_told_why(monkeypatch):
+    """fork, prctl and the interface lo are Linux's: on a student's Mac the check says it needs the
+    course hub instead of blaming the layer."""
+    import sys
+
+    from autograder import CheckFailed
+
+    namespace = load_namespace(ASSIGNMENT, CATALOGUE.correct()["notebook_solution"])
+    monkeypatch.setattr(sys, "platform", "darwin")
+    with pytest.raises(CheckFailed, match=r"this test needs Linux \(the course hub\).*\(darwin\).*not judged"):
+        checks.check_sync_batch_norm(namespace["SyncBatchNorm2d"])
+    assert multiprocessing.active_children() == []

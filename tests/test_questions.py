@@ -5,6 +5,7 @@ no key, explanation or answer where students can read it."""
 from __future__ import annotations
 
 import ast
+import functools
 import re
 
 import nbformat
@@ -14,7 +15,7 @@ import torch
 
 from autograder import questions
 from autograder.messages import CheckFailed
-from course import ASSIGNMENTS, REPO, is_test_cell, nbgrader_meta
+from course import ASSIGNMENTS, REPO, is_test_cell, load_namespace, nbgrader_meta, setup_source, solution_code
 from leaks import (
     ANSWER_LINE, grade_calls, hidden_part, keyword, question_secrets, secrets_in, source_notebooks, visible_part,
 )
@@ -61,6 +62,21 @@ class AlwaysClose(float):
 
     def __abs__(self):
         return 0.0
+
+
+def test_an_observation_accepts_every_statement_that_holds_on_the_student_s_result():
+    holds = {"a": True, "b": False, "c": True}
+    for right in ("a", "C"):
+        questions.grade_observation(right, "Q3", holds, otherwise="d", why="unused")
+    with pytest.raises(CheckFailed, match=r"Q3: your answer 'b' is not right: on your result the right answer is "
+                                          r"'a' or 'c'\. Because\. Your result: 0\.3, 0\.5\."):
+        questions.grade_observation("b", "Q3", holds, otherwise="d", why="Because.", observed="0.3, 0.5")
+    none = dict.fromkeys("abc", False)
+    questions.grade_observation("d", "Q3", none, otherwise="d", why="unused")
+    with pytest.raises(CheckFailed, match="the right answer is 'd'"):
+        questions.grade_observation("a", "Q3", none, otherwise="d", why="unused")
+    with pytest.raises(CheckFailed, match="answer with one of"):
+        questions.grade_observation("ab", "Q3", holds, otherwise="d", why="unused")
 
 
 def test_an_answer_is_compared_as_the_plain_data_it_holds():
@@ -134,6 +150,11 @@ def test_every_question_checks_its_form_visibly_and_its_key_only_in_hidden_tests
             assert checks[0].func.attr == "check_choice", where
             options = keyword(calls[0], "options") or keyword(checks[0], "options")
             assert set(keyword(calls[0], "key")) <= set(options), where
+        elif calls[0].func.attr == "grade_observation":  # the key is computed from the student's own result
+            assert checks[0].func.attr == "check_choice", where
+            holds = next(k.value for k in calls[0].keywords if k.arg == "holds")
+            letters = {ast.literal_eval(k) for k in holds.keys} | {keyword(calls[0], "otherwise")}
+            assert letters == set(keyword(checks[0], "options")), where
         else:
             assert checks[0].func.attr == "check_number", where
         # The answer cell hides its answer in a solution region, so the release has none.
@@ -146,12 +167,16 @@ def test_the_source_answers_score_and_a_wrong_answer_is_told_why(capsys):
     for assignment, answer, test in question_cells():
         where = (assignment, nbgrader_meta(test)["grade_id"])
         namespace: dict = {}
+        call = grade_calls(hidden_part(test.source))[0]
+        if call.func.attr == "grade_observation":  # graded on a result of the notebook's own code
+            exec(setup_source(assignment) + "\n" + solution_code(assignment), namespace)
         exec(answer.source, namespace)
         exec(test.source, namespace)
-        call = grade_calls(hidden_part(test.source))[0]
         name = ast.unparse(call.args[0])
         if call.func.attr == "grade_choice":
             wrong = next(o for o in keyword(call, "options", "abcd") if o not in keyword(call, "key"))
+        elif call.func.attr == "grade_observation":
+            wrong = next(o for o in "abcd" if o != namespace[name])
         else:
             wrong = keyword(call, "key") * 1.5 + 1.0
         namespace[name] = wrong
@@ -181,7 +206,7 @@ SCORING_RULE = (
     "your answer and may take the point away if it shows a right answer reached for a wrong reason."
 )
 STATES_THE_RULE = ["01_covariate_shift", "02_batch_norm", "02b_batch_norm_backward", "03_layer_norm",
-                   "04_instance_group_norm", "05_data_vs_layer_norm"]
+                   "04_instance_group_norm", "05_data_vs_layer_norm", "06_training_dynamics", "07_practice_lab"]
 
 
 @pytest.mark.parametrize("assignment", STATES_THE_RULE)
@@ -189,6 +214,11 @@ def test_the_notebook_says_what_earns_a_question_its_point(assignment):
     cells = nbformat.read(REPO / "solutions" / assignment / f"{assignment}.ipynb", as_version=4).cells
     text = " ".join(" ".join(c.source.split()) for c in cells if c.cell_type == "markdown")
     assert SCORING_RULE in text
+
+
+@functools.lru_cache(maxsize=None)
+def solution_namespace(assignment: str) -> dict:
+    return load_namespace(assignment, solution_code(assignment))
 
 
 def test_the_stated_rule_holds_a_reason_is_needed_and_not_scored():
@@ -201,7 +231,9 @@ def test_the_stated_rule_holds_a_reason_is_needed_and_not_scored():
         where = (assignment, nbgrader_meta(test)["grade_id"])
         why = re.search(r"^(why_q\d+)\s*=", answer.source, re.M).group(1)
         for sentence, scores in (("", False), ("because", False), ("this is my reason", True)):
-            namespace: dict = {}
+            # The solution's namespace: a question may be graded on what the student's code does
+            # (06's Question 3 runs the sweep with their GhostBatchNorm).
+            namespace = dict(solution_namespace(assignment))
             exec(answer.source, namespace)
             namespace[why] = sentence
             if scores:

@@ -120,9 +120,45 @@ def test_code_built_at_run_time_is_reported_with_its_reason(source, reasons):
     "key = '3f2a9c'\ntorch.set_num_threads(1)",
     "%timeit layer(x)\n%matplotlib inline\nlayer?",
     "with torch.no_grad():",  # a cell that ends with an open block: half-written, still read
+    # update_bn's own idiom, with the class imported, aliased or kept in a tuple first
+    "from torch.nn.modules.batchnorm import _BatchNorm\nnorms = [m for m in model.modules() if isinstance(m, _BatchNorm)]",
+    "from torch.nn.modules.batchnorm import _BatchNorm as BN\nnorms = [m for m in model.modules() if issubclass(type(m), BN)]",
+    "KINDS = (nn.modules.batchnorm._BatchNorm,)\nnorms = [m for m in model.modules() if isinstance(m, KINDS)]",
+    "KINDS = [nn.BatchNorm1d, torch.nn.modules.batchnorm._BatchNorm]",
+    "from autograder.practice_lab import check_recalibrate_bn\ncheck_recalibrate_bn(recalibrate_bn, full=True)",
 ])
 def test_the_course_s_own_idioms_are_left_alone(source):
     assert whats(source) == []
+
+
+@pytest.mark.parametrize("source", [
+    "from torch.nn.modules.batchnorm import _BatchNorm\nclass Mine(_BatchNorm):\n    pass",
+    "from torch.nn.modules.batchnorm import _BatchNorm\ny = _BatchNorm.forward(self, x)",
+    "from torch.nn.modules.batchnorm import F\ny = F.batch_norm(x, None, None)",
+    "from autograder.practice_lab import _reference_replicas",
+])
+def test_the_same_names_used_otherwise_are_still_flagged(source):
+    assert whats(source) != []
+
+
+@pytest.mark.parametrize("assignment", ASSIGNMENTS)
+def test_a_student_who_touched_every_given_cell_is_not_flagged_for_it(tmp_path, assignment):
+    """A test cell (or another given cell, such as exercise 06's sweep) the student edited is the
+    student's: its own imports and calls of the grader's public names are the course's, not a
+    route around the recorder."""
+    from course import is_test_cell, nbgrader_meta, release_notebook
+
+    nb = release_notebook(assignment)
+    given = {c.source.strip() for c in nb.cells if c.cell_type == "code" and nbgrader_meta(c).get("locked")}
+    edited = 0
+    for cell in nb.cells:
+        if cell.cell_type == "code" and nbgrader_meta(cell).get("locked"):
+            cell.source += "\nprint('ran it again')"
+            edited += is_test_cell(cell)
+    assert edited >= 3
+    path = tmp_path / f"{assignment}.ipynb"
+    nbformat.write(nb, path)
+    assert [f.describe() for f in scan_notebook(path, given)] == []
 
 
 def _without_hidden_tests(source: str) -> str:

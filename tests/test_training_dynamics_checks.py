@@ -7,6 +7,7 @@ import pytest
 
 from autograder import training_dynamics as checks
 from catalogue import Catalogue, no_points
+from course import load_namespace, solution_code
 
 ASSIGNMENT = "06_training_dynamics"
 PARTS = {
@@ -27,6 +28,11 @@ BUGS = {
     "bug_fold_drops_groups": {"fold": "groups"},
     "bug_ghost_chunk": {"ghost": "virtual batches of 5, 5 and 2"},
     "bug_fold_no_dilation": {"fold": "dilation"},
+    "bug_ratio_tensor": {"diagnostics": "return a Python float"},
+    "bug_rate_float64": {"diagnostics": "computed in float64"},
+    "bug_ratio_divides_by_after": {"diagnostics": "as makemore's notebook does"},
+    "bug_ghost_running_var_biased": {"ghost": "n/(n − 1) = 4/3"},
+    "bug_ghost_running_var_whole_count": {"ghost": "not the whole batch's"},
 }
 CHEATS = {
     "cheat_fuse_helper": no_points("fold"),
@@ -58,3 +64,55 @@ def test_cheat_earns_nothing_for_the_parts_it_cheats_on(name, tmp_path):
 
 def test_the_released_stub_fails_every_part():
     CATALOGUE.assert_stub_fails()
+
+
+def test_the_sweep_of_question_3_trains_the_student_s_own_layer_the_same_way_twice():
+    """The notebook's sweep and the grader's rerun use the student's GhostBatchNorm and agree; the
+    reference solution's sweep shows what the notebook's answer says (a: larger weights, higher loss)."""
+    layer = load_namespace(ASSIGNMENT, solution_code(ASSIGNMENT))["GhostBatchNorm"]
+    losses = checks.ghost_sweep(layer)
+    assert len(losses) == len(checks.SWEEP_SCALES) and all(len(r) == len(checks.SWEEP_VIRTUAL_BATCH_SIZES) for r in losses)
+    assert checks.sweep_for_grading(layer) == (losses, "your GhostBatchNorm")
+    assert all(c[0] < c[1] < c[2] for c in zip(*losses)), checks.sweep_table(losses)
+    whole = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", "bug_whole_batch"))["GhostBatchNorm"]
+    assert checks.ghost_sweep(whole) != losses  # the student's layer is what trains
+
+
+def test_a_layer_that_does_not_run_is_told_so_and_graded_on_torch_s_sweep():
+    from torch import nn
+
+    from autograder import CheckFailed
+
+    class Broken(nn.Module):
+        def __init__(self, num_features, virtual_batch_size, **kwargs):
+            super().__init__()
+
+        def forward(self, x):
+            raise NotImplementedError("not written yet")
+
+    with pytest.raises(CheckFailed, match="could not train with your GhostBatchNorm.*NotImplementedError: not written yet"):
+        checks.ghost_sweep(Broken)
+    losses, whose = checks.sweep_for_grading(Broken)
+    assert whose.startswith("torch's BatchNorm on each virtual batch") and losses == checks.ghost_sweep(checks.GhostReference)
+
+
+def test_a_numpy_float_is_a_python_float_and_is_judged_on_the_value_it_holds():
+    """numpy.float64 subclasses float: it passes as one; a float subclass that lies in __float__
+    is read with float's own method."""
+    import math
+
+    import numpy as np
+
+    from autograder import CheckFailed
+
+    def rate(w, lr):
+        return lr / w.detach().flatten(1).pow(2).sum(dim=1)
+
+    checks.check_diagnostics(rate, lambda before, after: np.log10(((after - before).std() / before.std()).item()))
+
+    class Lying(float):
+        def __float__(self):
+            return -3.0
+
+    with pytest.raises(CheckFailed, match="your ratio is"):
+        checks.check_diagnostics(rate, lambda b, a: Lying(math.log10(((a - b).std() / b.std()).item()) + 1))

@@ -142,6 +142,9 @@ CHECK_MODULES = {("autograder", m) for m in ("checks", "questions", "covariate_s
                                              "practice_lab")}
 PUBLIC_NAMES = {("autograder", "CheckFailed"), ("autograder", "available_devices"), ("autograder", "default_device"),
                 ("autograder", "siglip_reference", "SiglipVisionConfig")}
+# Names of a chapter's module that a given cell uses besides its checks (exercise 06's sweep cell,
+# which a student may restyle): ``checks.ghost_sweep(GhostBatchNorm)``.
+CHAPTER_NAMES = {"ghost_sweep", "sweep_table", "SWEEP_SCALES", "SWEEP_VIRTUAL_BATCH_SIZES"}
 IMPORTABLE = {("autograder",), ("autograder", "siglip_reference")} | CHECK_MODULES | PUBLIC_NAMES
 # Where the classes are that torch's own idiom tests for: isinstance(m, nn.modules.batchnorm._BatchNorm).
 NORM_MODULES = {(*nn, "modules", module) for nn in (("nn",), ("torch", "nn"))
@@ -359,7 +362,9 @@ def _grader_used(parts: tuple[str, ...], kind: str) -> bool:
     """A name of the grader's (``autograder....``) used otherwise than the given cells use it."""
     if kind == "import" and parts in IMPORTABLE:
         return False
-    if parts in PUBLIC_NAMES:
+    if kind == "import" and len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_"):
+        return False  # from autograder.batch_norm import check_training_forward
+    if parts in PUBLIC_NAMES or (len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2] in CHAPTER_NAMES):
         return kind == "store"
     checking = len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_")
     return not (checking and kind == "call")
@@ -399,11 +404,30 @@ def _routes(parts: tuple[str, ...], kind: str) -> frozenset[str]:
     return frozenset(taken)
 
 
-def _norm_base_classes(node: ast.AST) -> list[ast.AST]:
-    """In ``isinstance(m, ...)``: torch's normalization classes named, as torch itself tests for
-    them (``nn.modules.batchnorm._BatchNorm``)."""
-    candidates = node.elts if isinstance(node, ast.Tuple) else [node]
-    return [c for c in candidates if isinstance(c, ast.Attribute) and _chain(c)[:-1] in NORM_MODULES]
+NORM_CLASS = re.compile(r"_?[A-Z]\w*")  # a class's name (``_BatchNorm``, ``BatchNorm2d``), not a function's
+
+
+def _is_norm_class(node: ast.AST, aliases: dict) -> bool:
+    """``node`` names one of torch's normalization classes by its module (``nn.modules.batchnorm._BatchNorm``,
+    or a name imported from there): something to test a module against, which runs nothing."""
+    if not isinstance(node, (ast.Attribute, ast.Name)):
+        return False
+    return any(parts[:-1] in NORM_MODULES and NORM_CLASS.fullmatch(parts[-1])
+               for parts in _resolutions(_chain(node), aliases))
+
+
+def _norm_base_classes(node: ast.AST, aliases: dict) -> list[ast.AST]:
+    """In ``isinstance(m, ...)``, or in a tuple or list of classes: torch's normalization classes
+    named, as torch itself tests for them (``nn.modules.batchnorm._BatchNorm``)."""
+    candidates = node.elts if isinstance(node, (ast.Tuple, ast.List)) else [node]
+    return [c for c in candidates if _is_norm_class(c, aliases)]
+
+
+def _imports_norm_classes(node: ast.AST) -> bool:
+    """``from torch.nn.modules.batchnorm import _BatchNorm``: classes to test modules against."""
+    return (isinstance(node, ast.ImportFrom) and not node.level and bool(node.module)
+            and tuple(node.module.split(".")) in NORM_MODULES
+            and all(NORM_CLASS.fullmatch(alias.name) for alias in node.names))
 
 
 def _opaque(value) -> bool:
@@ -445,7 +469,11 @@ def _read(tree: ast.AST, lines: list[str], aliases: dict) -> dict[str, tuple[int
             elif _attribute_call(node) and not _literal_attribute_call(node, node.func.id):
                 note(COMPUTED_NAME, node)
             if isinstance(node.func, ast.Name) and node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
-                exempt.update(id(c) for c in _norm_base_classes(node.args[1]))
+                exempt.update(id(c) for c in _norm_base_classes(node.args[1], aliases))
+        elif isinstance(node, (ast.Tuple, ast.List)):
+            exempt.update(id(c) for c in _norm_base_classes(node, aliases))
+        elif _imports_norm_classes(node):
+            exempt.add(id(node))
         if isinstance(node, (ast.Subscript, ast.Attribute)) and _namespace(node.value):
             note(NAMESPACE, node)
         if isinstance(node, ast.Constant) and isinstance(node.value, (str, bytes)):

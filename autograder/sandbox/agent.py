@@ -21,7 +21,7 @@ from autograder.wire import Handle, RemoteError
 
 # The modules whose public functions the grader may call here.
 OBSERVATION_MODULES = ("observe", "observe_tools", "observe_data", "observe_siglip", "observe_answers", "observe_backward",
-                       "observe_fold", "observe_distributed", "observe_recalibrate")
+                       "observe_fold", "observe_distributed", "observe_recalibrate", "observe_sweep")
 
 
 class Agent:

@@ -236,9 +236,11 @@ def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, 
     return {"steps": results, "normalization_ops": _ops(recorder)}
 
 
-def call(fn, args: tuple, kwargs: dict | None = None, record: bool = False) -> dict:
-    """``fn(*args, **kwargs)``: its result (or error), the normalization kernels it ran, and
-    which tensor arguments it modified in place."""
+def call(fn, args: tuple, kwargs: dict | None = None, record: bool = False, floats: bool = False) -> dict:
+    """``fn(*args, **kwargs)``: its result (or error), the normalization kernels it ran, which
+    tensor arguments it modified in place, and the result's type by name (for messages: a result
+    that is not plain data crosses as a handle). ``floats``: a result of a subclass of ``float``
+    (``numpy.float64``) crosses as the plain float it holds."""
     kept = [a.detach().clone() if isinstance(a, torch.Tensor) else None for a in args]
     recorder = _recording(record)
     try:
@@ -247,7 +249,20 @@ def call(fn, args: tuple, kwargs: dict | None = None, record: bool = False) -> d
     except Exception as error:  # noqa: BLE001
         result = RemoteError.of(error)
     changed = [k is not None and not (a.shape == k.shape and torch.equal(a.detach(), k)) for a, k in zip(args, kept)]
-    return {"result": result, "normalization_ops": _ops(recorder), "inputs_changed": changed}
+    kind = _type_name(result)
+    if floats and isinstance(result, float) and type(result) is not float:
+        result = float.__float__(result)  # a numpy float64 is a float: its value, read by float's own method
+    return {"result": result, "normalization_ops": _ops(recorder), "inputs_changed": changed, "result_type": kind}
+
+
+def _type_name(value) -> str:
+    """``float``, ``torch.Tensor``, ``numpy.float64``: the type of ``value`` as a reader knows it."""
+    try:
+        kind = type(value)
+        name = f"{kind.__module__}.{kind.__qualname__}".removeprefix("builtins.")
+        return str(name)[:100]
+    except Exception:  # noqa: BLE001 - a student's metaclass may raise
+        return "?"
 
 
 # --- state_dict -----------------------------------------------------------------------------

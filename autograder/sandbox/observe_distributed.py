@@ -11,6 +11,9 @@ kernels it ran; the replicas are killed when they outlive ``seconds``, and none 
 Nothing here decides a verdict: :mod:`autograder.practice_lab` compares the reports with one
 ``torch.nn.BatchNorm2d`` run on the concatenated batch, on the trusted side.
 
+The replicas need Linux (fork, ``prctl``, the loopback interface ``lo``): elsewhere
+:func:`run_replicas` reports the platform and starts nothing.
+
 The replicas are forked, so they run on the CPU: CUDA cannot be used in a process forked from one
 that has initialized it, and a notebook's classes cannot be sent to a freshly spawned process.
 """
@@ -22,6 +25,7 @@ import multiprocessing
 import os
 import pickle
 import signal
+import sys
 import time
 
 import torch
@@ -43,8 +47,11 @@ def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype
 
     Returns ``{"replicas": [report of rank 0, rank 1, ...]}`` where a report is
     ``{"steps": [...], "normalization_ops": [...]}`` or ``{"error": ...}``, or ``{"error": ...}``
-    for the whole run when the replicas could not be started or did not finish in time.
+    for the whole run when the replicas could not be started or did not finish in time, or
+    ``{"unsupported_platform": sys.platform}`` outside Linux.
     """
+    if not sys.platform.startswith("linux"):
+        return {"unsupported_platform": sys.platform}
     from torch import distributed
 
     world = len(steps[0]["shards"])

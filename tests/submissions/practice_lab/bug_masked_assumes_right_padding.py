@@ -55,7 +55,7 @@ class SyncBatchNorm2d(nn.Module):
             # per channel: Σx, Σx² and the count, in float64 so that Σx² − n·μ² does not cancel
             local = torch.cat([x.double().sum((0, 2, 3)), x.double().square().sum((0, 2, 3)),
                                x.new_full((1,), x.numel() // x.shape[1], dtype=torch.float64)])
-            if dist.is_available() and dist.is_initialized():
+            if self.training and dist.is_available() and dist.is_initialized():
                 local = _AllReduceSum.apply(local, self.process_group)
             c = self.num_features
             count = local[2 * c]

@@ -41,11 +41,13 @@ class SyncBatchNorm2d(nn.Module):
             raise ValueError("expected a 4D input")
         shape = (1, -1, 1, 1)
         if self.training or not self.track_running_stats:
+            # like nn.SyncBatchNorm: synchronize in training only (eval without running statistics is local)
+            group_sum = _group_sum if self.training else (lambda t, group: t)
             first = torch.cat([x.sum(dim=(0, 2, 3)), torch.full((1,), float(x.numel() // x.shape[1]), dtype=x.dtype)])
-            first = _group_sum(first, self.process_group)
+            first = group_sum(first, self.process_group)
             n = first[-1]
             mean = first[:-1] / n
-            second = _group_sum(((x - mean.view(shape)) ** 2).sum(dim=(0, 2, 3)), self.process_group)
+            second = group_sum(((x - mean.view(shape)) ** 2).sum(dim=(0, 2, 3)), self.process_group)
             var = second / n
             if self.training and n.item() < 2:
                 raise ValueError("Expected more than 1 value per channel when training")

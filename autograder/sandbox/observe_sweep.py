@@ -1,0 +1,69 @@
+"""Train a small network with a student's ``GhostBatchNorm`` for exercise 06's sweep.
+
+The network is ``Linear(16 → 32, no bias) → GhostBatchNorm(32, virtual_batch_size) → ReLU →
+Linear(32 → 4)``, trained with plain SGD on a fixed synthetic classification task (a random
+linear teacher with label noise): 60 steps of 64 samples drawn from 1024, learning rate 0.3.
+The first layer's He-initialized weights are multiplied by ``scale``. Everything is seeded, in
+float32 on the CPU, so the notebook and the grader get the same losses from the same layer.
+
+:func:`sweep` trains once per (scale, virtual batch size) and reports the mean training loss of
+the last 10 steps, as plain data; :mod:`autograder.training_dynamics` runs it (in the notebook,
+and again where the notebook is graded) and the grader reads the result.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+from autograder.wire import RemoteError
+
+INPUTS, HIDDEN, CLASSES, SAMPLES = 16, 32, 4, 1024
+BATCH, STEPS, LEARNING_RATE, LAST = 64, 60, 0.3, 10
+
+
+def _task(seed: int) -> tuple[torch.Tensor, torch.Tensor, torch.Generator]:
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(SAMPLES, INPUTS, generator=g)
+    teacher = torch.randn(INPUTS, CLASSES, generator=g)
+    y = (x @ teacher + 0.5 * torch.randn(SAMPLES, CLASSES, generator=g)).argmax(1)
+    return x, y, g
+
+
+def train_once(GhostBatchNorm, scale: float, virtual_batch_size: int, seed: int = 0) -> float:
+    """The mean training loss of the last steps of one run."""
+    x, y, g = _task(seed)
+    first = nn.Linear(INPUTS, HIDDEN, bias=False)
+    last = nn.Linear(HIDDEN, CLASSES)
+    with torch.no_grad():
+        first.weight.copy_(torch.randn(HIDDEN, INPUTS, generator=g) * math.sqrt(2 / INPUTS) * scale)
+        last.weight.copy_(torch.randn(CLASSES, HIDDEN, generator=g) * math.sqrt(1 / HIDDEN))
+        last.bias.zero_()
+    model = nn.Sequential(first, GhostBatchNorm(HIDDEN, virtual_batch_size), nn.ReLU(), last).train()
+    optimizer = torch.optim.SGD(model.parameters(), lr=LEARNING_RATE)
+    losses = []
+    for _ in range(STEPS):
+        rows = torch.randint(0, SAMPLES, (BATCH,), generator=g)
+        loss = F.cross_entropy(model(x[rows]), y[rows])
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        losses.append(float(loss.detach()))
+    return sum(losses[-LAST:]) / LAST
+
+
+def sweep(GhostBatchNorm, scales: list, virtual_batch_sizes: list) -> dict:
+    """``{"losses": rows of scales × columns of virtual batch sizes}``, or ``{"error": ..., "at":
+    [scale, virtual batch size]}`` for the first run the layer could not do."""
+    rows = []
+    for scale in scales:
+        row = []
+        for size in virtual_batch_sizes:
+            try:
+                row.append(float(train_once(GhostBatchNorm, scale, size)))
+            except Exception as error:  # noqa: BLE001 - the student's exception is the observation
+                return {"error": RemoteError.of(error), "at": [scale, size]}
+        rows.append(row)
+    return {"losses": rows}

@@ -59,7 +59,8 @@ def normalize_synced(x, gamma, beta, running_mean, running_var, all_reduce):
     """BatchNorm2d in training mode with statistics over ALL replicas' images: one
     all-reduce of the per-channel sum, sum of squares and count (accumulated in
     float64), then the global mean and biased variance; the running variance gets the
-    unbiased variance from the global count."""
+    unbiased variance from the global count. Returns the output, the global mean and
+    biased variance, and the global count per channel."""
     x64 = x.double()
     local = torch.cat([x64.sum((0, 2, 3)), (x64 * x64).sum((0, 2, 3)),
                        x64.new_tensor([x[:, 0].numel()])])
@@ -72,7 +73,8 @@ def normalize_synced(x, gamma, beta, running_mean, running_var, all_reduce):
         running_var.mul_(1 - MOMENTUM).add_(MOMENTUM * (var * n / (n - 1)).float())
     mean, var = mean.float(), var.float()
     x_hat = (x - mean.view(1, C, 1, 1)) * torch.rsqrt(var.view(1, C, 1, 1) + EPS)
-    return gamma.view(1, C, 1, 1) * x_hat + beta.view(1, C, 1, 1), mean, var
+    y = gamma.view(1, C, 1, 1) * x_hat + beta.view(1, C, 1, 1)
+    return y, mean, var, n.item()
 
 
 def plain_all_reduce(t):
@@ -107,7 +109,7 @@ def main():
     xg = x.clone().requires_grad_()
     gamma, beta = gamma0.clone().requires_grad_(), beta0.clone().requires_grad_()
     rm, rv = torch.zeros(C), torch.ones(C)
-    y, mean, var = normalize_synced(xg, gamma, beta, rm, rv, SumOverReplicas.apply)
+    y, mean, var, n = normalize_synced(xg, gamma, beta, rm, rv, SumOverReplicas.apply)
     (y * w).sum().backward()
     out.update(sync_y=y.detach(), sync_mean=mean.detach(), sync_var=var.detach(),
                sync_running=(rm, rv), sync_dx=xg.grad, sync_dgamma=gamma.grad,
@@ -115,7 +117,7 @@ def main():
 
     # 3. The same forward with a plain dist.all_reduce: autograd misses the others.
     xp = x.clone().requires_grad_()
-    yp, _, _ = normalize_synced(xp, gamma0, beta0, torch.zeros(C), torch.ones(C),
+    yp, _, _, _ = normalize_synced(xp, gamma0, beta0, torch.zeros(C), torch.ones(C),
                                 plain_all_reduce)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -134,7 +136,7 @@ def main():
         xf = x.clone().requires_grad_()
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            yf, _, _ = normalize_synced(xf, gamma0, beta0, torch.zeros(C),
+            yf, _, _, _ = normalize_synced(xf, gamma0, beta0, torch.zeros(C),
                                         torch.ones(C), all_reduce)
             (yf * w).sum().backward()
         out[f"{key}_y"], out[f"{key}_dx"] = yf.detach().clone(), xf.grad
@@ -143,6 +145,7 @@ def main():
 
     # 4. The backward written out: two per-channel sums, all-reduced (torch calls them
     #    sum_dy and sum_dy_xmu), give every replica the gradient of the global batch.
+    #    n is the all-reduced count of section 2, not an assumed one.
     with torch.no_grad():
         g = w                                       # dL/dy for L = sum(w * y)
         invstd = torch.rsqrt(var + EPS).view(1, C, 1, 1)
@@ -150,7 +153,6 @@ def main():
         sums = torch.cat([g.sum((0, 2, 3)), (g * xmu).sum((0, 2, 3))])
         dist.all_reduce(sums)
         sum_dy, sum_dy_xmu = sums[:C].view(1, C, 1, 1), sums[C:].view(1, C, 1, 1)
-        n = float(sum(SHARDS) * H * W)
         out["formula_dx"] = gamma0.view(1, C, 1, 1) * invstd * (
             g - sum_dy / n - xmu * invstd ** 2 * sum_dy_xmu / n)
 

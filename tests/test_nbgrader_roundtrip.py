@@ -24,7 +24,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from course import ASSIGNMENTS, REPO, processes_with, tool_env
+from course import ASSIGNMENTS, REPO, adopt_orphans, processes_with, marked_env
 from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, WRONG_ANSWERS, build_course
 from leaks import html_text, leaked, question_explanations, question_secrets, secret_lines, secrets_in
 
@@ -35,12 +35,12 @@ GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "120", "
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(NBGRADER + list(args), cwd=course, capture_output=True, text=True, timeout=1800, env=tool_env())
+    return subprocess.run(NBGRADER + list(args), cwd=course, capture_output=True, text=True, timeout=1800, env=marked_env())
 
 
-def grade(course: Path, assignment: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "autograder.grade", assignment, *GRADE_OPTIONS]
-    return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=3600, env=tool_env())
+def grade(course: Path, assignment: str, *options: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "autograder.grade", assignment, *GRADE_OPTIONS, *options]
+    return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=3600, env=marked_env())
 
 
 def fingerprint(root: Path) -> dict[str, str]:
@@ -60,14 +60,19 @@ def fingerprint(root: Path) -> dict[str, str]:
 
 
 def grading_processes() -> list[str]:
-    """Processes a grading run may have left: sandboxes, kernels, the hostile daemons."""
-    return processes_with("normlayers-student", "daemon-was-here", "sleep 86400")
+    """Processes a grading run of this test may have left: sandboxes, kernels, the hostile daemons
+    (not another course's, graded on the same machine at the same time)."""
+    return processes_with("normlayers-student", "daemon-was-here", "sleep 86400", ours=True)
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("course")
-    return root, build_course(root)
+    adopt_orphans()  # a daemon a grading run leaves behind stays this test's to find
+    try:
+        yield root, build_course(root)
+    finally:
+        adopt_orphans(False)
 
 
 @pytest.fixture(scope="module")

@@ -64,10 +64,10 @@ def test_the_report_notes_interrupted_out_of_memory_flooded_and_unparsable_cells
     nbformat.write(nb, tmp_path / "02_batch_norm.ipynb")
     notes, hints = _verdicts(tmp_path, known={"test_running_statistics"})
     assert notes == [
-        "cell 1 was interrupted at the cell time limit (or raised KeyboardInterrupt itself)",
-        "cell 2 ran out of memory (MemoryError at the sandbox's limit)",
-        "cell 3 printed more than the output limit; the rest was dropped and the cell stopped",
-        "cell 4 has a SyntaxError: invalid syntax (1.py, line 1)",
+        "cell 0 was interrupted at the cell time limit (or raised KeyboardInterrupt itself)",
+        "cell 1 ran out of memory (MemoryError at the sandbox's limit)",
+        "cell 2 printed more than the output limit; the rest was dropped and the cell stopped",
+        "cell 3 has a SyntaxError: invalid syntax (1.py, line 1)",
     ]
     assert hints == [("test_running_statistics", "running_var is off by a factor n/(n − 1).")]
 
@@ -133,7 +133,7 @@ def test_the_class_picture_counts_misconceptions_escapes_everything_and_needs_no
     page = class_picture(_record(students))
     assert "<script" not in page and "onerror=" not in page.replace("onerror=alert", "")  # only escaped text
     assert HOSTILE not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
-    rows = re.findall(r"<tr><td>(.*?)</td><td>(.*?)</td><td class=\"n\">(\d+)</td><td>(.*?)</td></tr>", page)
+    rows = re.findall(r"<tr><td class=\"part\">(.*?)</td><td>(.*?)</td><td class=\"n\">(\d+)</td><td>(.*?)</td></tr>", page)
     assert rows[0] == ("test_b", "running_var is off by a factor n/(n − 1)", "2", "ada, &lt;script&gt;alert(1)&lt;/script&gt;"
                        "&lt;img src=x onerror=alert(2)&gt;")
     images = re.findall(r'src="data:image/png;base64,([^"]+)"', page)

@@ -22,11 +22,11 @@ body { font-family: system-ui, sans-serif; margin: 2em; max-width: 70em; color: 
 h1 { font-size: 1.5em; } h2 { font-size: 1.2em; margin-top: 2em; }
 .parts { display: flex; flex-wrap: wrap; gap: 1em; }
 figure { margin: 0; border: 1px solid #ddd; padding: .5em; }
-figcaption { font-size: .9em; max-width: 22em; overflow-wrap: anywhere; }
+figcaption { font-size: .9em; max-width: 22em; overflow-wrap: break-word; }
 table { border-collapse: collapse; width: 100%; }
 th, td { border: 1px solid #ccc; padding: .4em .6em; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; white-space: pre-wrap; }
-th { background: #f2f2f2; } td.n { text-align: right; white-space: nowrap; }
+         overflow-wrap: break-word; word-break: normal; white-space: pre-wrap; }
+th { background: #f2f2f2; } .n { text-align: right; white-space: nowrap; } td.part { white-space: nowrap; }
 .warn { background: #fff3cd; border: 1px solid #e0c36a; padding: .6em; }
 """
 
@@ -98,9 +98,9 @@ def class_picture(record: dict) -> str:
     rows = misconceptions(students)
     body.append("<h2>Misconceptions the checks named</h2>")
     if rows:
-        body.append("<table><thead><tr><th>part</th><th>likely cause</th><th>students</th><th>who</th></tr></thead><tbody>")
+        body.append('<table><thead><tr><th>part</th><th>likely cause</th><th class="n">count</th><th>students</th></tr></thead><tbody>')
         for part, cause, names in rows:
-            body.append(f'<tr><td>{_e(part)}</td><td>{_e(cause)}</td><td class="n">{len(names)}</td>'
+            body.append(f'<tr><td class="part">{_e(part)}</td><td>{_e(cause)}</td><td class="n">{len(names)}</td>'
                         f"<td>{_e(', '.join(names))}</td></tr>")
         body.append("</tbody></table>")
     else:

@@ -175,7 +175,7 @@ def _verdicts(autograded: Path, known: set[str] | None = None) -> tuple[list[str
         except Exception as error:  # noqa: BLE001 - the other notebooks' verdicts still count
             notes.append(f"the autograded {printable(path.name)} is not readable ({type(error).__name__}); look at it")
             continue
-        for number, cell in enumerate(nb.cells, 1):
+        for number, cell in enumerate(nb.cells):  # numbered as the scan numbers them (from 0)
             meta = _nbgrader_meta(cell)
             if cell.get("cell_type") != "code":
                 continue

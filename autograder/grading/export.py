@@ -4,8 +4,8 @@
   (one row per assignment and student) with a ``status`` column, and the score columns left
   empty for a student the grade command could not grade.
 * :class:`PartsCsvExport` (``nbgrader export --exporter autograder.grading.export.PartsCsvExport``):
-  one row per student, one column per part (test cell) of each assignment, its total and its
-  status.
+  one row per student, one column per part (test cell) of each assignment, its total (late
+  penalty deducted, as nbgrader's ``score``) and its status.
 
 ``status`` is ``graded``, ``NOT GRADED: <why>`` or ``not submitted``.  Whether a student was
 graded comes from the grade command's reports in the course (:func:`autograder.grading.record.latest_statuses`):
@@ -116,5 +116,6 @@ class PartsCsvExport(ExportPlugin):
                         row += [""] * len(parts[a.name]) + ["", _safe(status)]
                         continue
                     points = {g.name: g.score for nb in submission.notebooks for g in nb.grades}
-                    row += [_number(points.get(part)) for part in parts[a.name]] + [_number(submission.score), _safe(status)]
+                    total = max(0.0, (submission.score or 0.0) - (submission.late_submission_penalty or 0.0))
+                    row += [_number(points.get(part)) for part in parts[a.name]] + [_number(total), _safe(status)]
                 writer.writerow(row)

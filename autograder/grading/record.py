@@ -89,7 +89,7 @@ def latest_statuses(course: Path) -> dict[tuple[str, str], dict]:
     for path in sorted((course / REPORTS).glob("*.json")) if (course / REPORTS).is_dir() else []:
         try:
             record = json.loads(path.read_text())
-            runs.append((str(record["finished"]), path.name, record))
+            runs.append((str(record["finished"]), path.stat().st_mtime_ns, record))
         except (OSError, ValueError, KeyError, TypeError):
             continue  # not a report of ours
     statuses = {}

@@ -312,6 +312,8 @@ def _progress_reporter(job: BatchJob, root: Path, progress):
         return lambda student: None
 
     def report(student: str) -> None:
+        if not (root / "autograded" / student / job.assignment).is_dir():
+            return  # nbgrader failed on this notebook (and removed its output): the merge will say why
         try:
             grades = read_grades(f"sqlite:///{root / 'gradebook.db'}", job.assignment, student)
             score = None if grades is None else grades.total()

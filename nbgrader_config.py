@@ -67,3 +67,9 @@ c.ExchangeFactory.collect = "autograder.grading.exchange.SafeExchangeCollect"
 # again, with a Content-Security-Policy that lets only the templates' own scripts run
 # (autograder/grading/pages.py; hub/prepare.py does the same for the hub's instructor).
 protect_formgrader(c)
+
+# `nbgrader export` writes a status column and leaves the scores of a student the grade command
+# could not grade empty, never 0 (autograder/grading/export.py; the status comes from the grade
+# command's reports in reports/). The per-part export:
+#   nbgrader export --exporter autograder.grading.export.PartsCsvExport --to grades-parts.csv
+c.ExportApp.plugin_class = "autograder.grading.export.StatusCsvExport"

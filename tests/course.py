@@ -159,14 +159,55 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def processes_with(*markers: str) -> list[str]:
-    """Live processes whose command line contains one of ``markers``, as "pid: command"."""
+def processes_with(*markers: str, ours: bool = False) -> list[str]:
+    """Live processes whose command line contains one of ``markers``, as "pid: command".
+
+    ``ours``: only this test process's own, so that another course grading on the same machine
+    at the same time is not taken for a leftover: those that descend from this process (see
+    :func:`adopt_orphans`) or carry :data:`RUN_MARK` in their environment."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
             command = (Path("/proc") / pid / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if any(marker in command for marker in markers):
+        if any(marker in command for marker in markers) and (not ours or _is_ours(int(pid))):
             found.append(f"{pid}: {command[:150]}")
     return found
+
+
+# Set in the environment of every grading command a test starts (marked_env()).
+RUN_MARK = f"NORMLAYERS_TEST_RUN={os.getpid()}-{os.urandom(4).hex()}"
+
+
+def marked_env() -> dict[str, str]:
+    """tool_env() with this test process's mark (see processes_with(ours=True))."""
+    name, value = RUN_MARK.split("=", 1)
+    return {**tool_env(), name: value}
+
+
+def _is_ours(pid: int) -> bool:
+    """Whether ``pid`` or one of its ancestors is this process or carries RUN_MARK."""
+    me, mark = os.getpid(), RUN_MARK.encode()
+    for _ in range(64):
+        if pid == me:
+            return True
+        try:
+            if mark in (Path("/proc") / str(pid) / "environ").read_bytes().split(b"\0"):
+                return True
+            stat = (Path("/proc") / str(pid) / "stat").read_text()
+            pid = int(stat.rsplit(")", 1)[1].split()[1])  # the parent (the name may hold spaces or parentheses)
+        except (OSError, ValueError, IndexError):
+            return False
+        if pid <= 1:
+            return False
+    return False
+
+
+def adopt_orphans(on: bool = True) -> None:
+    """Make this process the child subreaper: a process its descendants leave behind (a daemon
+    that double-forked away from its parent) becomes its child, not init's, so processes_with(ours=True)
+    still finds it."""
+    import ctypes
+
+    ctypes.CDLL(None, use_errno=True).prctl(36, 1 if on else 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER

@@ -335,4 +335,5 @@ if __name__ == "__main__":
     target = Path(sys.argv[1]).resolve()
     built = build_course(target)
     print(f"Built {target}: " + ", ".join(f"{a} ({len(s)} submissions)" for a, s in built.items()))
-    print(f"Grade one assignment:  cd {target} && python -m autograder.grade 02_batch_norm")
+    print(f"Grade one assignment:  cd {target} && python -m autograder.grade 02_batch_norm "
+          "--workers 2 --cell-timeout 15 --timeout 120   (short limits: the misbehaving notebooks cost seconds)")

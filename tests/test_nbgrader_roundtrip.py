@@ -24,7 +24,7 @@ import nbformat
 import pytest
 from nbgrader.api import Gradebook
 
-from course import ASSIGNMENTS, REPO, processes_with, tool_env
+from course import ASSIGNMENTS, REPO, adopt_orphans, processes_with, marked_env
 from demo_class import CLASSES, HOSTILE_EXPECTED, NOT_GRADED, TEST_CELLS, WRONG_ANSWERS, build_course
 from leaks import html_text, leaked, question_explanations, question_secrets, secret_lines, secrets_in
 
@@ -35,12 +35,12 @@ GRADE_OPTIONS = ["--workers", "2", "--cell-timeout", "15", "--timeout", "120", "
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(NBGRADER + list(args), cwd=course, capture_output=True, text=True, timeout=1800, env=tool_env())
+    return subprocess.run(NBGRADER + list(args), cwd=course, capture_output=True, text=True, timeout=1800, env=marked_env())
 
 
-def grade(course: Path, assignment: str) -> subprocess.CompletedProcess:
-    command = [sys.executable, "-m", "autograder.grade", assignment, *GRADE_OPTIONS]
-    return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=3600, env=tool_env())
+def grade(course: Path, assignment: str, *options: str) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "autograder.grade", assignment, *GRADE_OPTIONS, *options]
+    return subprocess.run(command, cwd=course, capture_output=True, text=True, timeout=3600, env=marked_env())
 
 
 def fingerprint(root: Path) -> dict[str, str]:
@@ -60,14 +60,19 @@ def fingerprint(root: Path) -> dict[str, str]:
 
 
 def grading_processes() -> list[str]:
-    """Processes a grading run may have left: sandboxes, kernels, the hostile daemons."""
-    return processes_with("normlayers-student", "daemon-was-here", "sleep 86400")
+    """Processes a grading run of this test may have left: sandboxes, kernels, the hostile daemons
+    (not another course's, graded on the same machine at the same time)."""
+    return processes_with("normlayers-student", "daemon-was-here", "sleep 86400", ours=True)
 
 
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> tuple[Path, dict]:
     root = tmp_path_factory.mktemp("course")
-    return root, build_course(root)
+    adopt_orphans()  # a daemon a grading run leaves behind stays this test's to find
+    try:
+        yield root, build_course(root)
+    finally:
+        adopt_orphans(False)
 
 
 @pytest.fixture(scope="module")
@@ -272,18 +277,93 @@ def test_the_generated_release_holds_no_answer_to_a_question(course):
     assert secrets_in(root / "exercises", question_secrets()) == []
 
 
-def test_export_lists_every_students_grade(course, graded):
+def test_export_lists_every_students_grade_and_never_a_zero_for_not_graded(course, graded):
     root, classes = course
     done = nbgrader(root, "export", "--to", str(root / "grades.csv"))
     assert done.returncode == 0, done.stderr[-3000:]
     with open(root / "grades.csv") as f:
-        rows = {(row["assignment"], row["student_id"]): float(row["score"]) for row in csv.DictReader(f)}
+        rows = {(row["assignment"], row["student_id"]): (row["score"], row["status"]) for row in csv.DictReader(f)}
     everyone = {student for students in classes.values() for student in students}
-    expected = {
-        # nbgrader lists every student for every assignment; no graded submission scores 0.
-        (assignment, student): float(sum(classes[assignment][student][1] or []))
-        if student in classes[assignment] else 0.0
-        for assignment in classes
-        for student in everyone
-    }
-    assert rows == expected
+    expected = {}
+    for assignment in classes:
+        for student in everyone:  # nbgrader lists every student for every assignment
+            if student not in classes[assignment]:
+                expected[(assignment, student)] = ("0", "not submitted")
+            elif classes[assignment][student][1] is NOT_GRADED:
+                expected[(assignment, student)] = ("", "NOT GRADED")
+            else:
+                expected[(assignment, student)] = (f"{float(sum(classes[assignment][student][1])):g}", "graded")
+    assert {key: (score, status.split(":")[0]) for key, (score, status) in rows.items()} == expected
+    assert rows[("02_batch_norm", "kills_kernel")][1].startswith("NOT GRADED: the kernel died")
+
+
+def test_the_per_part_export_has_a_column_per_part_and_a_status(course, graded):
+    root, classes = course
+    done = nbgrader(root, "export", "--exporter", "autograder.grading.export.PartsCsvExport", "--to", str(root / "parts.csv"))
+    assert done.returncode == 0, done.stderr[-3000:]
+    with open(root / "parts.csv") as f:
+        rows = {row["student_id"]: row for row in csv.DictReader(f)}
+    columns = [f"02_batch_norm:{cell}" for cell in TEST_CELLS["02_batch_norm"]]
+    assert [float(rows["running_var_biased"][c]) for c in columns] == classes["02_batch_norm"]["running_var_biased"][1]
+    assert rows["running_var_biased"]["02_batch_norm:status"] == "graded"
+    assert [rows["kills_kernel"][c] for c in columns + ["02_batch_norm:total"]] == [""] * (len(columns) + 1)
+    assert rows["kills_kernel"]["02_batch_norm:status"].startswith("NOT GRADED")
+
+
+def report_json(root: Path, assignment: str, index: int = 0) -> dict:
+    """One of the grade command's kept reports of ``assignment`` (0: the first run)."""
+    import json
+
+    return json.loads(sorted((root / "reports").glob(f"{assignment}-*.json"))[index].read_text())
+
+
+def test_the_report_is_kept_with_the_class_picture_and_notes_what_happened(course, graded):
+    root, classes = course
+    run = graded["02_batch_norm"]
+    students = classes["02_batch_norm"]
+    # Progress: one line per student as they finish, with the time left.
+    progress = re.findall(r"^\[\s*(\d+)/(\d+)\] (\S+): .*\((\d+) s(?:, about .* left)?\)$", run.stdout, re.M)
+    assert {p[2] for p in progress} == set(students) and {p[1] for p in progress} == {str(len(students))}
+    assert "left)" in run.stdout
+    stem = re.search(r"Report: (reports/02_batch_norm-\d{8}T\d{6}Z)\.txt", run.stdout).group(1)
+    for ext in (".txt", ".json", ".html"):
+        assert (root / f"{stem}{ext}").is_file(), ext
+    data = report_json(root, "02_batch_norm")
+    entries = {entry["student"]: entry for entry in data["students"]}
+    assert sorted(entries) == sorted(students)
+    assert entries["kills_kernel"]["status"] == "NOT GRADED" and "kernel died" in entries["kills_kernel"]["reason"]
+    assert entries["floods_output"]["status"] == "graded" and entries["floods_output"]["score"] == 10
+    assert any("output limit" in note for note in entries["floods_output"]["notes"])
+    assert any("interrupted at the cell time limit" in note for note in entries["hangs"]["notes"])
+    assert any("MemoryError" in note for note in entries["eats_memory"]["notes"])
+    assert any("SyntaxError" in note for note in entries["syntax_error"]["notes"])
+    assert entries["running_var_biased"]["parts"]["test_running_statistics"] == 0
+    text = (root / f"{stem}.txt").read_text()
+    assert "kills_kernel: NOT GRADED" in text and "running_var_biased: 5/10" in text
+    # The class picture: the misconception, the students who showed it.
+    page = (root / f"{stem}.html").read_text()
+    row = next(r for r in re.findall(r"<tr>.*?</tr>", page) if "running_var is off by a factor n/(n − 1)" in r)
+    assert "running_var_biased" in row and "edited_test" in row
+    assert page.count('src="data:image/png;base64,') == len(TEST_CELLS["02_batch_norm"])
+    assert "<script" not in page
+
+
+def test_a_flood_grades_the_same_on_a_loaded_machine(course, graded):
+    """floods_output again, alone (--student), while busy processes take every core."""
+    root, _ = course
+    before = scores(root, "02_batch_norm")["floods_output"]
+    first = {e["student"]: e for e in report_json(root, "02_batch_norm")["students"]}["floods_output"]
+    busy = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range((os.cpu_count() or 2) + 1)]
+    try:
+        again = grade(root, "02_batch_norm", "--student", "floods_output")
+    finally:
+        for process in busy:
+            process.kill()
+            process.wait()
+    assert again.returncode == 0, again.stdout[-3000:]
+    assert re.search(r"^\[1/1\] floods_output: 10/10", again.stdout, re.M)
+    assert scores(root, "02_batch_norm")["floods_output"] == before
+    latest = report_json(root, "02_batch_norm", -1)
+    assert [e["student"] for e in latest["students"]] == ["floods_output"]
+    assert {k: latest["students"][0][k] for k in ("status", "score", "notes", "parts")} == \
+        {k: first[k] for k in ("status", "score", "notes", "parts")}

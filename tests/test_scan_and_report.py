@@ -320,8 +320,8 @@ def test_inspecting_a_submission_with_hostile_names(tmp_path, monkeypatch):
         return SimpleNamespace(grade_cells=[], source_cells=[])
 
     gradebook = SimpleNamespace(
-        find_assignment=lambda a: SimpleNamespace(max_score=6.0, notebooks=[SimpleNamespace(name="02_batch_norm")]),
-        find_notebook=find_notebook, find_submission=lambda a, s: SimpleNamespace(score=3.0))
+        find_assignment=lambda a: SimpleNamespace(max_score=6.0, notebooks=[SimpleNamespace(name="02_batch_norm", grade_cells=[])]),
+        find_notebook=find_notebook, find_submission=lambda a, s: SimpleNamespace(score=3.0, notebooks=[]))
     monkeypatch.setattr(report, "_gradebook", lambda course: contextlib.nullcontext(gradebook))
     outcome = report.inspect_submission(tmp_path, "02_batch_norm", student)
     text = _printed([outcome])

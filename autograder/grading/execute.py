@@ -16,13 +16,18 @@ For every notebook it grades, :class:`SandboxedExecute`
 What a cell prints is counted as it arrives: past ``max_cell_output_bytes`` (or, for the whole
 notebook, ``max_notebook_output_bytes``) nothing more of it is kept, the cell is interrupted and
 ends with an "output limit" line, so a flood costs this process no memory and ends the same
-way on a loaded machine as on a quiet one.
+way on a loaded machine as on a quiet one.  For the same reason a cell's late output (the backlog
+of a flood, still arriving after the cell's reply) is waited for ``iopub_timeout`` seconds and
+then dropped: nbgrader's own setting would fail the whole notebook there.
 
 A test cell's points therefore depend only on what this process computed.  A cell that merely
 looks like a test cell (its id or source not in the gradebook) is the student's code and runs in
 the kernel like any other.  A status file outside every sandbox names the submission being
 graded (``SandboxedExecute.status_file``, set by :mod:`autograder.grading.grade` for its time
-limit); the student cannot write it.
+limit); the student cannot write it.  :class:`MarkStudent`, the first of nbgrader's sanitizing
+steps, writes it already when nbgrader starts on a submission, so that the submission's own
+pre-processing counts on its clock, not on the previous student's; when a notebook is executed the
+file says so (``done``).
 """
 from __future__ import annotations
 
@@ -40,6 +45,7 @@ from pathlib import Path
 import nbformat
 from nbgrader import utils
 from nbgrader.api import Gradebook, MissingEntry
+from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
@@ -55,6 +61,25 @@ STATUS_FILE = Path(".grading") / "current"
 
 def _agent_code(path: str) -> str:
     return f"__import__('autograder.sandbox.agent', fromlist=['serve']).serve({path!r}, globals())"
+
+
+def mark_status(status_file: str, student: str, state: str) -> None:
+    """Write the status file: the student (JSON, the watcher compares the exact id), the time, the state."""
+    if not status_file:
+        return
+    status = Path(status_file)
+    status.parent.mkdir(parents=True, exist_ok=True)
+    status.write_text(f"{json.dumps(student)}\n{time.time()}\n{state}\n")
+
+
+class MarkStudent(Preprocessor):
+    """The first sanitizing step: names the submission nbgrader starts on in the status file."""
+
+    status_file = Unicode("", help="The grade command's status file (see SandboxedExecute.status_file).").tag(config=True)
+
+    def preprocess(self, nb, resources):
+        mark_status(self.status_file, resources.get("nbgrader", {}).get("student", ""), "running")
+        return nb, resources
 
 
 def trusted_test_cells(nb, resources) -> dict[int, str]:
@@ -105,6 +130,10 @@ class SandboxedExecute(Execute):
                                    "copied into each student's scratch folder.").tag(config=True)
     max_cell_output_bytes = Integer(2 << 20, help="Output one cell may send before it is stopped.").tag(config=True)
     max_notebook_output_bytes = Integer(16 << 20, help="Output a notebook may send in all.").tag(config=True)
+    # Output still arriving after a cell's reply (a flood's backlog) is dropped after iopub_timeout
+    # instead of failing the notebook: what a cell may print is capped above anyway.
+    raise_on_iopub_timeout = Bool(False).tag(config=True)
+    iopub_timeout = Integer(10).tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", SandboxedKernelManager)
@@ -122,6 +151,7 @@ class SandboxedExecute(Execute):
     def preprocess(self, nb, resources=None, km=None):
         resources = resources or {}
         self._output_bytes: dict[int, int] = {}
+        self._kept_bytes = 0
         self._stopped: set[int] = set()
         self._trusted = self.trusted_cells(nb, resources)
         self._mark_current(resources)
@@ -137,7 +167,9 @@ class SandboxedExecute(Execute):
             self._workdir = workdir
             resources.setdefault("metadata", {})["path"] = str(workdir)
             with seeding.course_secret(self.course_secret()):  # every input drawn from it, hidden ones too
-                return super().preprocess(nb, resources)  # nbclient owns the kernel: it shuts it down
+                graded = super().preprocess(nb, resources)  # nbclient owns the kernel: it shuts it down
+            mark_status(self.status_file, resources.get("nbgrader", {}).get("student", ""), "done")
+            return graded
         finally:
             resources.setdefault("metadata", {})["path"] = str(path)
             shutil.rmtree(self._scratch, ignore_errors=True)
@@ -168,12 +200,7 @@ class SandboxedExecute(Execute):
         return km
 
     def _mark_current(self, resources) -> None:
-        if not self.status_file:
-            return
-        status = Path(self.status_file)
-        status.parent.mkdir(parents=True, exist_ok=True)
-        # JSON: the watcher compares the exact id ("zoe " is not "zoe").
-        status.write_text(f"{json.dumps(resources.get('nbgrader', {}).get('student', ''))}\n{time.time()}\n")
+        mark_status(self.status_file, resources.get("nbgrader", {}).get("student", ""), "running")
 
     def process_message(self, msg, cell, cell_index):
         """The student's kernel writes these messages: an execution count that is not a number
@@ -189,8 +216,10 @@ class SandboxedExecute(Execute):
         size = _text_size(msg.get("content"))
         self._output_bytes[cell_index] = self._output_bytes.get(cell_index, 0) + size
         over_cell = self._output_bytes[cell_index] > self.max_cell_output_bytes
-        over_notebook = sum(self._output_bytes.values()) > self.max_notebook_output_bytes
+        # The notebook's total counts what was kept: a flood's dropped output must not stop later cells.
+        over_notebook = self._kept_bytes + size > self.max_notebook_output_bytes
         if not (over_cell or over_notebook):
+            self._kept_bytes += size
             try:
                 return super().output(outs, msg, display_id, cell_index)
             except Exception:  # noqa: BLE001 - a malformed message (nbformat's ValidationError, ...)

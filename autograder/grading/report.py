@@ -63,6 +63,8 @@ class Outcome:
     reason: str | None = None  # why it was not graded
     notes: list[str] = field(default_factory=list)  # why it needs attention although graded
     sandboxed: bool = True
+    parts: dict[str, float] = field(default_factory=dict)  # test cell (grade id) -> points
+    hints: list[tuple[str, str]] = field(default_factory=list)  # (test cell, "Likely cause" the check named)
 
     @property
     def needs_attention(self) -> bool:
@@ -161,17 +163,24 @@ def _extra_files(folder: Path, notebooks: set[str]) -> list[str]:
     return extra
 
 
-def _verdicts(autograded: Path) -> list[str]:
-    notes = []
+def _verdicts(autograded: Path, known: set[str] | None = None) -> tuple[list[str], list[tuple[str, str]]]:
+    """The grader's verdicts in the autograded notebooks: notes for the report, and the likely
+    causes the checks named, as (test cell, cause).  Causes come only from the test cells the
+    gradebook knows (``known``): their outputs were written by the grader, never by the kernel.
+    Errors of the student's own cells become notes: interrupted, out of memory, syntax errors."""
+    notes, hints = [], []
     for path in sorted(autograded.glob("*.ipynb")):
         try:
             nb = read_notebook(path)
         except Exception as error:  # noqa: BLE001 - the other notebooks' verdicts still count
             notes.append(f"the autograded {printable(path.name)} is not readable ({type(error).__name__}); look at it")
             continue
-        for cell in nb.cells:
+        for number, cell in enumerate(nb.cells):  # numbered as the scan numbers them (from 0)
             meta = _nbgrader_meta(cell)
-            if cell.get("cell_type") != "code" or not meta.get("grade") or meta.get("solution"):
+            if cell.get("cell_type") != "code":
+                continue
+            if not meta.get("grade") or meta.get("solution"):
+                notes += _execution_notes(number, cell)
                 continue  # only test cells carry the grader's verdicts; other outputs are the student's
             grade_id = printable(meta.get("grade_id", "?"))
             text = "\n".join(
@@ -184,7 +193,65 @@ def _verdicts(autograded: Path) -> list[str]:
             elif UNCHECKABLE_MARKER in text:
                 notes.append(f"{grade_id}: the notebook's process could not be checked (it stopped answering "
                              "or broke the grader's side); no points")
+            if known is not None and meta.get("grade_id") in known:
+                hints += [(meta["grade_id"], cause) for cause in likely_causes(cell)]
+    return notes, hints
+
+
+LIKELY_CAUSE = "Likely cause: "
+INTERRUPTED = ("KeyboardInterrupt", "CellTimeoutError")
+SYNTAX_ERRORS = ("SyntaxError", "IndentationError", "TabError")
+OUTPUT_LIMIT = "[output limit:"
+
+
+def likely_causes(cell) -> list[str]:
+    """The "Likely cause" lines of a test cell's failure (the check's message names at most one)."""
+    causes = []
+    for output in cell.get("outputs", []):
+        if output.get("output_type") == "error" and output.get("ename") == "CheckFailed":
+            for line in str(output.get("evalue", "")).splitlines():
+                if line.startswith(LIKELY_CAUSE) and len(line) > len(LIKELY_CAUSE):
+                    causes.append(line[len(LIKELY_CAUSE):].strip()[:500])
+    return causes
+
+
+def _execution_notes(number: int, cell) -> list[str]:
+    """What happened to one of the student's cells that an instructor should know, although
+    the notebook was graded: a stop at the time or output limit, memory, a syntax error.  (The
+    kernel wrote these outputs: a student can fake one about their own notebook, no more.)"""
+    outputs = cell.get("outputs", [])
+    flooded = any(o.get("output_type") == "stream" and OUTPUT_LIMIT in str(o.get("text", "")) for o in outputs)
+    names = [str(o.get("ename", "")) for o in outputs if o.get("output_type") == "error"]
+    notes = []
+    if flooded:
+        notes.append(f"cell {number} printed more than the output limit; the rest was dropped and the cell stopped")
+    elif any(name in INTERRUPTED for name in names):
+        notes.append(f"cell {number} was interrupted at the cell time limit (or raised KeyboardInterrupt itself)")
+    if "MemoryError" in names:
+        notes.append(f"cell {number} ran out of memory (MemoryError at the sandbox's limit)")
+    for output in outputs:
+        if output.get("output_type") == "error" and output.get("ename") in SYNTAX_ERRORS:
+            notes.append(f"cell {number} has a {printable(output['ename'])}: "
+                         f"{printable(str(output.get('evalue', ''))[:200])}")
+            break
     return notes
+
+
+def _parts(gb, assignment: str, student: str) -> dict[str, float]:
+    """Points per test cell (auto or manual, as nbgrader's Grade.score), every notebook of the assignment."""
+    parts = {}
+    for notebook in gb.find_submission(assignment, student).notebooks:
+        for grade in notebook.grades:
+            if grade.max_score:
+                parts[grade.name] = float(grade.score or 0.0)
+    return parts
+
+
+def part_maxima(course: Path, assignment: str) -> dict[str, float]:
+    """Test cell (grade id) -> its points, in the assignment's order."""
+    with _gradebook(course) as gb:
+        return {cell.name: float(cell.max_score) for notebook in gb.find_assignment(assignment).notebooks
+                for cell in notebook.grade_cells if cell.max_score}
 
 
 def inspect_submission(course: Path, assignment: str, student: str, reason: str | None = None,
@@ -209,10 +276,12 @@ def inspect_submission(course: Path, assignment: str, student: str, reason: str 
             return Outcome(student, None, maximum, reason, notes, sandboxed)
         try:
             score = gb.find_submission(assignment, student).score
+            parts = _parts(gb, assignment, student)
         except MissingEntry:
             return Outcome(student, None, maximum, "no grade in the gradebook", notes, sandboxed)
-    notes += _verdicts(course / "autograded" / student / assignment)
-    return Outcome(student, score, maximum, None, notes, sandboxed)
+        known = {cell.name for nb in gb.find_assignment(assignment).notebooks for cell in nb.grade_cells}
+    verdicts, hints = _verdicts(course / "autograded" / student / assignment, known)
+    return Outcome(student, score, maximum, None, notes + verdicts, sandboxed, parts, hints)
 
 
 def print_report(outcomes: list[Outcome], out=sys.stdout) -> None:

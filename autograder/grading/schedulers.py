@@ -28,12 +28,17 @@ class PoolScheduler:
     def __init__(self, workers: int):
         self.workers = max(1, workers)
         self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=self.workers)
+        self._progress = None
 
     def describe(self) -> str:
         return f"a pool of {self.workers} worker(s)"
 
+    def on_progress(self, topic: str, handler) -> None:
+        """Call ``handler(student, score)`` as each student of a batch is done."""
+        self._progress = handler
+
     def submit(self, job: BatchJob):
-        return self._pool.submit(grade_batch, job)
+        return self._pool.submit(grade_batch, job, self._progress)
 
     def wait_any(self, futures: Iterable):
         done, pending = concurrent.futures.wait(list(futures), return_when=concurrent.futures.FIRST_COMPLETED)
@@ -86,6 +91,17 @@ class DaskScheduler:
     def describe(self) -> str:
         where = f"the Dask cluster at {self.address}" if self.address else "an embedded Dask cluster"
         return f"{where} ({self.workers} thread(s))"
+
+    def on_progress(self, topic: str, handler) -> None:
+        """Call ``handler(student, score)`` for each event a worker logs on ``topic`` (the job's
+        ``progress_topic``).  Only shown, never merged: a cluster's events are not signed."""
+        def receive(event) -> None:
+            message = event[1] if isinstance(event, tuple) and len(event) == 2 else {}
+            if isinstance(message, dict) and isinstance(message.get("student"), str):
+                score = message.get("score")
+                handler(message["student"], score if isinstance(score, (int, float)) else None)
+
+        self._client.subscribe_topic(topic, receive)
 
     def submit(self, job: BatchJob):
         # pure=False: a random key, so that two grade commands on one scheduler never share a task.

@@ -60,6 +60,7 @@ class BatchJob:
     grader_version: str
     extensions: dict = field(default_factory=dict)  # student -> timedelta the instructor granted
     result_key: bytes = b""  # this run's secret: the worker signs its result with it
+    progress_topic: str = ""  # the Dask event topic for progress lines (grade_batch)
     input_secret: bytes = b""  # the course's secret: every check's inputs are drawn from it
 
     @property
@@ -72,6 +73,7 @@ class BatchResult:
     students: list[str]
     graded: dict[str, tuple[StudentGrades, Files]] = field(default_factory=dict)  # student -> grades, autograded files
     culprit: str | None = None  # the student whose notebook ran past the time limit
+    out_of_time: bool = False  # the batch ran past its overall deadline (batch_deadline)
     returncode: int | None = None
     log: str = ""
     host: str = ""
@@ -88,7 +90,8 @@ def result_digest(result: BatchResult) -> bytes:
                      for name, nb in sorted(grades.notebooks.items())}
         hashes = {name: hashlib.sha256(content).hexdigest() for name, content in sorted(files.items())}
         graded[student] = [timestamp, notebooks, hashes]
-    content = [result.students, result.culprit, result.returncode, graded, result.log, result.host, result.seconds]
+    content = [result.students, result.culprit, result.out_of_time, result.returncode, graded, result.log,
+               result.host, result.seconds]
     return json.dumps(content, sort_keys=True, default=repr).encode()
 
 
@@ -169,8 +172,62 @@ def tool_env() -> dict[str, str]:
     return env
 
 
-def grade_batch(job: BatchJob) -> BatchResult:
-    """Grade ``job``'s students with ``nbgrader autograde`` in a private course; return what it computed."""
+def batch_deadline(limits: Limits, students: int) -> float:
+    """Seconds a whole batch may take: each submission's limit, and nbgrader's start-up.  Each
+    submission's clock starts when nbgrader starts on it; this one also bounds what no student's
+    clock covers (nbgrader reading a notebook before any of its steps runs)."""
+    return STARTUP_SECONDS + limits.seconds * students
+
+
+STARTUP_SECONDS = 120.0
+# Every run of the grade command gives each batch this sanitizing step first (see execute.MarkStudent).
+MARK_STUDENT_CONFIG = """
+# Added by the grade command: each submission's clock starts when nbgrader starts on it.
+from autograder.grading.execute import MarkStudent as _MarkStudent
+from nbgrader.converters import Autograde as _Autograde
+_given = c.Autograde.get("sanitize_preprocessors")
+c.Autograde.sanitize_preprocessors = [_MarkStudent] + [p for p in (
+    _given if isinstance(_given, (list, tuple)) else _Autograde.class_traits()["sanitize_preprocessors"].default())
+    if p is not _MarkStudent]
+"""
+
+
+class BrokenConfig(RuntimeError):
+    """The course's nbgrader_config.py does not load: nbgrader would grade without it (no sandbox)."""
+
+
+def check_config(text: str) -> None:
+    """Load ``text`` (the course's configuration with what the grade command adds) as nbgrader
+    would, and raise :class:`BrokenConfig` if it fails or does not execute notebooks in the
+    sandbox: nbgrader logs a config file that raises and goes on with its defaults."""
+    from traitlets.config.loader import PyFileConfigLoader
+
+    folder = Path(tempfile.mkdtemp(prefix="normlayers-config-"))
+    try:
+        (folder / "nbgrader_config.py").write_text(text)
+        try:
+            config = PyFileConfigLoader("nbgrader_config.py", path=str(folder)).load_config()
+        except Exception as error:  # noqa: BLE001 - whatever the file raises
+            raise BrokenConfig(f"nbgrader_config.py does not load ({type(error).__name__}: {error})") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    from autograder.grading.execute import SandboxedExecute
+
+    steps = config.Autograde.get("autograde_preprocessors")
+    if not isinstance(steps, (list, tuple)) or not any(
+            step is SandboxedExecute or step == "autograder.grading.execute.SandboxedExecute"
+            or (isinstance(step, type) and issubclass(step, SandboxedExecute)) for step in steps):
+        raise BrokenConfig("nbgrader_config.py does not execute notebooks with autograder.grading.execute."
+                           "SandboxedExecute (c.Autograde.autograde_preprocessors)")
+
+
+def grade_batch(job: BatchJob, progress=None) -> BatchResult:
+    """Grade ``job``'s students with ``nbgrader autograde`` in a private course; return what it computed.
+
+    ``progress(student, score)`` is called as each student's notebook is done (the score as this
+    batch's gradebook has it, None where it cannot be read); in a Dask worker without it, the
+    same goes out as a Dask event on the job's ``progress_topic``.  Progress is only shown: the
+    grade command merges the signed result."""
     if job.grader_version != grader_version():
         raise WorkerRefused(f"this worker ({socket.gethostname()}) runs grading code {grader_version()}, "
                             f"the grade command {job.grader_version}: install the same course version")
@@ -179,6 +236,7 @@ def grade_batch(job: BatchJob) -> BatchResult:
             check_available(Sandbox(memory_mb=job.limits.memory_mb, gpu=job.limits.gpu))
         except SandboxUnavailable as error:
             raise WorkerRefused(f"this worker ({socket.gethostname()}) cannot sandbox student code: {error}") from None
+    check_config(job.config + MARK_STUDENT_CONFIG)  # never grade with nbgrader's defaults
     started = time.monotonic()
     result = BatchResult(job.students, host=socket.gethostname())
     root = Path(tempfile.mkdtemp(prefix="grade-", dir=_worker_directory()))
@@ -186,7 +244,7 @@ def grade_batch(job: BatchJob) -> BatchResult:
     # below even when nbgrader was killed before it could delete them.
     scratch = Path(tempfile.mkdtemp(prefix="normlayers-batch-", dir=scratch_root() if job.limits.sandboxed else None))
     try:
-        (root / "nbgrader_config.py").write_text(job.config)
+        (root / "nbgrader_config.py").write_text(job.config + MARK_STUDENT_CONFIG)
         (root / "gradebook.db").write_bytes(job.template)
         if job.input_secret:
             course_secret.write(root, job.input_secret)
@@ -199,7 +257,7 @@ def grade_batch(job: BatchJob) -> BatchResult:
             folder = root / "submitted" / student / job.assignment
             folder.mkdir(parents=True)
             write_files(files, folder)
-        _autograde(job, root, release, scratch, result)
+        _autograde(job, root, release, scratch, result, _progress_reporter(job, root, progress))
         url = f"sqlite:///{root / 'gradebook.db'}"
         for student in job.students:
             autograded = root / "autograded" / student / job.assignment
@@ -239,7 +297,38 @@ def _worker_directory() -> str | None:
         return None
 
 
-def _autograde(job: BatchJob, root: Path, release: Path, scratch: Path, result: BatchResult) -> None:
+def _progress_reporter(job: BatchJob, root: Path, progress):
+    """A function of the finished student: reads their score from the batch's gradebook and
+    hands it to ``progress`` or, in a Dask worker, to the job's event topic."""
+    if progress is None and job.progress_topic:
+        try:
+            from distributed import get_worker
+
+            worker = get_worker()
+            progress = lambda student, score: worker.log_event(job.progress_topic, {"student": student, "score": score})  # noqa: E731
+        except (ImportError, ValueError):
+            progress = None
+    if progress is None:
+        return lambda student: None
+
+    def report(student: str) -> None:
+        if not (root / "autograded" / student / job.assignment).is_dir():
+            return  # nbgrader failed on this notebook (and removed its output): the merge will say why
+        try:
+            grades = read_grades(f"sqlite:///{root / 'gradebook.db'}", job.assignment, student)
+            score = None if grades is None else grades.total()
+        except Exception:  # noqa: BLE001 - a progress line without its score
+            score = None
+        try:
+            progress(student, score)
+        except Exception:  # noqa: BLE001 - progress is only shown
+            pass
+
+    return report
+
+
+def _autograde(job: BatchJob, root: Path, release: Path, scratch: Path, result: BatchResult,
+               finished=lambda student: None) -> None:
     limits = job.limits
     command = NBGRADER + ["autograde", job.assignment, "--create", "--force",
                           f"--CourseDirectory.root={root}",
@@ -249,19 +338,22 @@ def _autograde(job: BatchJob, root: Path, release: Path, scratch: Path, result: 
                           f"--SandboxedExecute.sandboxed={limits.sandboxed}",
                           f"--SandboxedExecute.gpu={limits.gpu}",
                           f"--SandboxedExecute.status_file={root / STATUS_FILE}",
+                          f"--MarkStudent.status_file={root / STATUS_FILE}",
                           f"--SandboxedExecute.release_dir={release}",
                           f"--SandboxedExecute.scratch_dir={scratch}"]
     with open(root / "nbgrader.log", "wb") as log:
         process = subprocess.Popen(command, cwd=root, stdout=log, stderr=subprocess.STDOUT, env=tool_env(),
                                    start_new_session=True, preexec_fn=_nbgrader_preexec(limits))
         try:
-            result.culprit = _watch(process, root / STATUS_FILE, limits.seconds)
+            result.culprit, result.out_of_time = _watch(process, root / STATUS_FILE, limits.seconds,
+                                                        batch_deadline(limits, len(job.students)), finished)
             result.returncode = process.wait()
         finally:
             if process.poll() is None:  # the worker is being shut down: take nbgrader and its sandboxes along
                 os.killpg(process.pid, signal.SIGKILL)
                 process.wait()
     result.log = (root / "nbgrader.log").read_text(errors="replace")[-200_000:]
+
 
 
 def nbgrader_memory_bytes(limits: Limits) -> int | None:
@@ -300,23 +392,37 @@ def _parent_death_signal():
     return lambda: prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
 
 
-def _watch(process: subprocess.Popen, status: Path, seconds: float) -> str | None:
-    """Wait for ``process``; kill it when one notebook runs longer than ``seconds``.
+def _watch(process: subprocess.Popen, status: Path, seconds: float, deadline: float = float("inf"),
+           finished=lambda student: None) -> tuple[str | None, bool]:
+    """Wait for ``process``; kill it when one submission runs longer than ``seconds`` or the whole
+    batch longer than ``deadline``.
 
-    The grading process writes the student whose notebook it starts into ``status``, a file in
-    the private course that no sandbox can see, so a notebook cannot blame a classmate.
-    Returns that student if it was killed.
+    The grading process writes the student it starts on (and ``done`` when their notebook is
+    executed) into ``status``, a file in the private course that no sandbox can see, so a notebook
+    cannot blame a classmate.  ``finished(student)`` is called when nbgrader has moved past a
+    student.  Returns the student it was killed on (None if none was running) and whether the
+    batch's deadline struck.
     """
-    current, since = None, time.monotonic()
+    current, state, since, started = None, "", time.monotonic(), time.monotonic()
     while process.poll() is None:
         time.sleep(0.5)
         try:
-            found = json.loads(status.read_text().split("\n", 1)[0])
-        except (OSError, ValueError):
-            found = ""
+            lines = status.read_text().split("\n")
+            found, found_state = json.loads(lines[0]), (lines[2] if len(lines) > 2 else "running")
+        except (OSError, ValueError, IndexError):
+            found, found_state = "", state
         if found and found != current:
+            if current is not None:
+                finished(current)
             current, since = found, time.monotonic()
-        if current is not None and time.monotonic() - since > seconds:
+        state = found_state if found else state
+        now = time.monotonic()
+        if current is not None and state == "running" and now - since > seconds:
             os.killpg(process.pid, signal.SIGKILL)  # nbgrader and its kernels' sandboxes (they die with it)
-            return current
-    return None
+            return current, False
+        if now - started > deadline:
+            os.killpg(process.pid, signal.SIGKILL)
+            return (current if state == "running" else None), True
+    if current is not None and process.returncode == 0:
+        finished(current)
+    return None, False

@@ -37,7 +37,7 @@ class Side:
         """Send one request; return the reply's value, or raise :class:`StudentCodeFailed`."""
         reply = self._exchange(wire.encode(message))
         try:
-            value = wire.decode(reply, wire.same_device_types)
+            value = wire.decode(reply, wire.same_device_types, text=wire.one_line)
         except wire.WireError as error:
             raise StudentCodeFailed(f"the notebook's process answered with something that is not data ({error})") from None
         if type(value) is not dict or len(value) != 1 or not ({"ok", "raised"} & set(value)):

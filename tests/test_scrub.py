@@ -261,10 +261,13 @@ def test_the_course_config_protects_the_formgrader_and_the_feedback():
 
 def test_no_link_or_image_of_the_students_markdown_reaches_the_page():
     """Every markdown link form (inline, by reference, labels with escaped brackets or line
-    breaks, in quotes and lists) renders as text once scrubbed: no request, no navigation."""
+    breaks, in quotes and lists, bare addresses) renders as text once scrubbed: no request, no
+    navigation."""
     from test_formgrader_pages import MARKDOWN
 
-    forms = [MARKDOWN, "> [q]: /x\n\n[a][q]", "- [l]: /y\n\n[b][l]", "[c]\n\n[c]: /z", "![d](/w) [e](</v>)"]
+    forms = [MARKDOWN, "> [q]: /x\n\n[a][q]", "- [l]: /y\n\n[b][l]", "[c]\n\n[c]: /z", "![d](/w) [e](</v>)",
+             # bare addresses, which the renderers link by themselves (found by an attack)
+             "See https://evil.example/phish, WWW.evil.example and <https://a.example>"]
     nb = scrubbed(new_notebook(cells=[new_markdown_cell(form) for form in forms]))
     for html in (formgrade_html(nb), feedback_html(nb)):
         body = html[html.index("<body"):]

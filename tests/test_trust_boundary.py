@@ -105,6 +105,28 @@ def test_a_student_error_reaches_the_checks_as_data():
         side.wrap(Broken, "Broken").call("observe.no_such_observation")
 
 
+def test_a_students_text_cannot_start_a_line_of_the_graders_message():
+    """A check quotes the student's exception text in its message; the class report counts the
+    message's "Likely cause:" lines as the grader's conclusions. Every string from the student's
+    side arrives on one line, so a forged cause stays inside the quote (found by an attack)."""
+    from autograder import batch_norm
+    from autograder.grading.report import likely_causes
+    from autograder.messages import CheckFailed
+
+    forged = "boom\nLikely cause: you copied a classmate's notebook\r\nLikely cause: anything"
+
+    def batch_mean_var(x):
+        raise type("Fine\nLikely cause: forged name", (ValueError,), {})(forged)
+
+    with pytest.raises(CheckFailed) as failure:
+        batch_norm.check_batch_mean_var(batch_mean_var)
+    message = str(failure.value)
+    assert "you copied" in message and "⏎" in message
+    cell = {"outputs": [{"output_type": "error", "ename": "CheckFailed", "evalue": message}]}
+    assert likely_causes(cell) == []
+    assert wire.one_line("a\u2028b\x85c\n") == "a ⏎ b ⏎ c" and wire.one_line("plain") == "plain"
+
+
 def test_test_cells_read_the_students_names_and_nothing_else():
     source = "from autograder import batch_norm as checks\nchecks.check_training_forward(BatchNorm1d, BatchNorm2d, full=True)\nprint('ok')\n"
     assert free_names(source) == ["BatchNorm1d", "BatchNorm2d"]

@@ -101,7 +101,7 @@ def class_picture(record: dict) -> str:
         body.append('<table><thead><tr><th>part</th><th>likely cause</th><th class="n">count</th><th>students</th></tr></thead><tbody>')
         for part, cause, names in rows:
             body.append(f'<tr><td class="part">{_e(part)}</td><td>{_e(cause)}</td><td class="n">{len(names)}</td>'
-                        f"<td>{_e(', '.join(names))}</td></tr>")
+                        f"<td>{'<br>'.join(_e(name) for name in names)}</td></tr>")  # one id a line: ids may hold commas
         body.append("</tbody></table>")
     else:
         body.append("<p>No check named a likely cause.</p>")

@@ -37,6 +37,9 @@ TAG_START = re.compile(r"<(?=[A-Za-z/!?])")
 # Every link and image of markdown has a "]" right before "(" (inline), "[" (by reference) or
 # ":" (a definition, whatever its label holds): escaped, the same text shows and leads nowhere.
 LINK_JOINTS = {"](": "]\\(", "][": "]\\[", "]:": "]\\:"}
+# Bare addresses that a renderer turns into links by itself (nbconvert's mistune and JupyterLab
+# link "https://…" and "www.…"): a backslash escape breaks the pattern and renders as nothing.
+BARE_LINK = re.compile(r"(?<=[A-Za-z0-9])://|(?i:\bwww)\.")
 PLAIN_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 CELL_ID = re.compile(r"[A-Za-z0-9_\-]{1,64}")  # nbformat 4.5's rule for cell ids
 IMAGES = {"image/png": b"\x89PNG\r\n\x1a\n", "image/jpeg": b"\xff\xd8\xff"}
@@ -129,6 +132,7 @@ def as_text(markdown: str) -> str:
     markdown = TAG_START.sub("&lt;", markdown)
     for joint, escaped in LINK_JOINTS.items():
         markdown = markdown.replace(joint, escaped)
+    markdown = BARE_LINK.sub(lambda m: "\\://" if m.group(0) == "://" else m.group(0)[:-1] + "\\.", markdown)
     return markdown.replace("attachment:", "attachment-removed:")
 
 

@@ -23,6 +23,7 @@ from course import REPO, RUN_MARK, processes_with, tool_env
 from autograder.grading import grade, record
 from autograder.grading.export import PartsCsvExport, StatusCsvExport
 from autograder.grading.picture import class_picture
+from autograder.grading.report import part_names
 from autograder.grading.report import Outcome, _verdicts
 from autograder.grading.task import (MARK_STUDENT_CONFIG, BatchResult, BrokenConfig, Limits, _watch, check_config)
 
@@ -144,6 +145,19 @@ def test_the_class_picture_counts_misconceptions_escapes_everything_and_needs_no
     digest = base64.b64encode(hashlib.sha256(style.encode()).digest()).decode()
     assert policy.startswith("default-src 'none'; img-src data:;") and f"'sha256-{digest}'" in policy
     assert "Not graded" in page and "3 of 3 full marks" in page and "1 of 3 full marks" in page  # test_a, test_b
+
+    # With the release's part names (write_report adds them), the instructor reads parts, not grade ids.
+    named = _record(students)
+    named["part_names"] = part_names(REPO / "exercises" / "02_batch_norm") | {"test_b": "Part 3: running statistics"}
+    page = class_picture(named)
+    assert "<strong>Part 3: running statistics</strong>" in page and '<td class="part">Part 3: running statistics</td>' in page
+    assert ">test_b<" not in page
+
+
+def test_the_part_names_come_from_the_release():
+    names = part_names(REPO / "exercises" / "02_batch_norm")
+    assert names["test_running_statistics"] == "Part 3: running statistics and eval mode"
+    assert names["test_question_1"] == "Question 1" and part_names(REPO / "no_such_folder") == {}
 
 
 def _gradebook(course: Path):

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from autograder.grading import course_secret, gradebook, not_graded, record
 from autograder.grading.picture import class_picture
-from autograder.grading.report import Outcome, inspect_submission, part_maxima, print_report, printable
+from autograder.grading.report import Outcome, inspect_submission, part_maxima, part_names, print_report, printable
 from autograder.grading.rescore import checked_result
 from autograder.grading.sandbox import Sandbox, SandboxUnavailable, WrongPackage, check_available
 from autograder.grading.schedulers import InsecureCluster, cluster_security, make_scheduler
@@ -359,6 +359,7 @@ def write_report(course: Path, assignment: str, outcomes: list[Outcome], run: di
     try:
         maxima = part_maxima(course, assignment)
         data = record.record_of(assignment, outcomes, maxima, run)
+        data["part_names"] = part_names(release_dir(course, assignment))
         try:
             page = class_picture(data)
         except Exception as error:  # noqa: BLE001 - the report still counts without its picture

@@ -58,8 +58,8 @@ def _histogram(part: str, scores: list[float], maximum: float) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def misconceptions(students: list[dict]) -> list[tuple[str, str, list[str]]]:
-    """(part, cause, students who showed it), the most frequent first."""
+def misconceptions(students: list[dict], order: list[str] = ()) -> list[tuple[str, str, list[str]]]:
+    """(part, cause, students who showed it), the most frequent first; ties in the parts' order."""
     seen: dict[tuple[str, str], list[str]] = defaultdict(list)
     for entry in students:
         for hint in entry.get("hints", []):
@@ -67,12 +67,18 @@ def misconceptions(students: list[dict]) -> list[tuple[str, str, list[str]]]:
             if entry["student"] not in seen[key]:
                 seen[key].append(entry["student"])
     return sorted(((part, cause, names) for (part, cause), names in seen.items()),
-                  key=lambda row: (-len(row[2]), row[0], row[1]))
+                  key=lambda row: (-len(row[2]), order.index(row[0]) if row[0] in order else len(order),
+                                   row[0], row[1]))
 
 
 def class_picture(record: dict) -> str:
     """The page for one run's record (:func:`autograder.grading.record.record_of`)."""
     students = record["students"]
+    part_names = record.get("part_names", {})  # grade id -> "Part 3: running statistics", from the release
+
+    def title(part: str) -> str:
+        return part_names.get(part) or part
+
     graded = [s for s in students if s["status"] == "graded"]
     not_graded = [s for s in students if s["status"] != "graded"]
     body = [f"<h1>Class picture: {_e(record['assignment'])}</h1>",
@@ -89,18 +95,18 @@ def class_picture(record: dict) -> str:
         for part, maximum in record["parts"].items():
             scores = [s["parts"].get(part, 0.0) for s in graded]
             full = sum(1 for v in scores if v >= maximum)
-            body.append(f'<figure><img alt="{_e(part)}: scores of {len(scores)} students" '
-                        f'src="{_histogram(part, scores, maximum)}"><figcaption><strong>{_e(part)}</strong>: '
+            body.append(f'<figure><img alt="{_e(title(part))}: scores of {len(scores)} students" '
+                        f'src="{_histogram(title(part), scores, maximum)}"><figcaption><strong>{_e(title(part))}</strong>: '
                         f"{full} of {len(scores)} full marks</figcaption></figure>")
         body.append("</div>")
     else:
         body.append("<p>No submission was graded.</p>")
-    rows = misconceptions(students)
+    rows = misconceptions(students, list(record["parts"]))
     body.append("<h2>Misconceptions the checks named</h2>")
     if rows:
         body.append('<table><thead><tr><th>part</th><th>likely cause</th><th class="n">count</th><th>students</th></tr></thead><tbody>')
         for part, cause, names in rows:
-            body.append(f'<tr><td class="part">{_e(part)}</td><td>{_e(cause)}</td><td class="n">{len(names)}</td>'
+            body.append(f'<tr><td class="part">{_e(title(part))}</td><td>{_e(cause)}</td><td class="n">{len(names)}</td>'
                         f"<td>{'<br>'.join(_e(name) for name in names)}</td></tr>")  # one id a line: ids may hold commas
         body.append("</tbody></table>")
     else:

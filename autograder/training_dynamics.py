@@ -214,7 +214,7 @@ def _check_rate(rate, w, lr, device) -> None:
     if got.dtype != dtype or got.device.type != device.type:
         hint = ""
         if got.dtype != dtype and got.dtype == F64:
-            hint = ("\nLikely cause: the rate was computed in float64 (w.double(), or a float64 tensor for lr) and not "
+            hint = ("\nLikely cause: the rate was computed in float64 (w.double()) and not "
                     "cast back: end with .to(w.dtype), as a diagnostic logged next to the weights is.")
         fail(f"{where}: return the rates in w's dtype and on its device ({_dtype_name(dtype)} on {device.type}); yours "
              f"are {_dtype_name(got.dtype)} on {got.device.type}." + hint)

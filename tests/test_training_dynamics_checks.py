@@ -29,7 +29,7 @@ BUGS = {
     "bug_ghost_chunk": {"ghost": "virtual batches of 5, 5 and 2"},
     "bug_fold_no_dilation": {"fold": "dilation"},
     "bug_ratio_tensor": {"diagnostics": "return a Python float"},
-    "bug_rate_float64": {"diagnostics": "computed in float64"},
+    "bug_rate_float64": {"diagnostics": "computed in float64 (w.double()) and not cast back"},
     "bug_ratio_divides_by_after": {"diagnostics": "as makemore's notebook does"},
     "bug_ghost_running_var_biased": {"ghost": "n/(n − 1) = 4/3"},
     "bug_ghost_running_var_whole_count": {"ghost": "not the whole batch's"},

@@ -706,6 +706,15 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
         got = report.get("state")
         if type(got) is not dict or set(got) != set(expected):
             fail(f"{where}: the model's state_dict keys changed: {sorted(got) if type(got) is dict else got}.")
+        if report.get("autograd_left_off"):
+            fail(f"{where}: recalibrate_bn left autograd switched off: later training in your notebook would compute "
+                 "no gradients; use `with torch.no_grad():`, which switches it back on when the block ends.")
+        frozen = report.get("parameters_frozen")
+        if frozen:
+            names = ", ".join(map(str, frozen[:3])) + (", ..." if len(frozen) > 3 else "") if type(frozen) is list else ""
+            fail(f"{where}: recalibrate_bn left {len(frozen) if type(frozen) is list else 'some'} parameters frozen "
+                 f"(requires_grad=False afterwards: {names}): later training in your notebook would not update them. "
+                 "Leave requires_grad alone: `with torch.no_grad():` is enough to run the forwards without autograd.")
         if report.get("parameters_changed"):
             fail(f"{where}: your function changed the parameters {report['parameters_changed']}; recalibration only "
                  "recomputes the BatchNorms' running statistics (run the forwards under torch.no_grad()).")

@@ -40,6 +40,8 @@ BUGS = {
     "bug_recalibrate_pairs_by_length": {"recalibrate": "batches of 8 and 2 samples"},
     "bug_frozen_eps_outside_sqrt": {"frozen": "eps belongs inside the square root"},
     "bug_recalibrate_with_autograd": {"recalibrate": "ran with autograd on"},
+    "bug_recalibrate_leaves_autograd_off": {"recalibrate": "recalibrate_bn left autograd switched off"},
+    "bug_recalibrate_leaves_parameters_frozen": {"recalibrate": "left 12 parameters frozen"},
     "bug_recalibrate_lists_two_classes": {"recalibrate": "your function leaves out SyncBatchNorm"},
     "bug_recalibrate_skips_batch_norm_1d": {"recalibrate": "your function leaves out BatchNorm1d"},
     "bug_recalibrate_train_only_if_eval": {"recalibrate": "layer 4 (BatchNorm2d) were reset but never updated"},

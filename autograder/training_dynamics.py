@@ -427,13 +427,13 @@ def _replay(records, virtual_batch_size: int) -> str | None:
         reference.zero_grad()
         y = reference(x)
         if _differs(seen.get("output"), y.detach()):
-            return f"its output at step {step}"
+            return f"its output at step {step} differs"
         upstream = seen.get("output_grad")
         if type(upstream) is not torch.Tensor or upstream.shape != y.shape:
-            return f"the gradient through it at step {step} (none reached it)"
+            return f"at step {step} no gradient flowed back through its output (is it detached?)"
         y.backward(upstream.double())
         if _differs(seen.get("input_grad"), x.grad):
-            return f"the gradient of its input at step {step}"
+            return f"the gradient it passes back to its input at step {step} differs"
         with torch.no_grad():
             for parameter in reference.parameters():
                 parameter -= LEARNING_RATE * parameter.grad
@@ -467,8 +467,8 @@ def ghost_sweep(GhostBatchNorm) -> list[list[float]]:
         where = _replay(record, size)
         if where is not None:
             raise SweepDiffered(
-                f"your GhostBatchNorm's output differed from the reference (torch's BatchNorm on each virtual batch) "
-                f"during the sweep: {where} of the run with initial scale {scale:g} and virtual batch size {size}. "
+                f"your GhostBatchNorm differed from the reference (torch's BatchNorm on each virtual batch) in the "
+                f"sweep's run with initial scale {scale:g} and virtual batch size {size}: {where}. "
                 "The sweep needs a layer that computes the same thing in every call: make Part 1 pass first.")
     return losses
 
@@ -481,7 +481,7 @@ def sweep_for_grading(GhostBatchNorm) -> tuple[list[list[float]], str]:
     try:
         return ghost_sweep(GhostBatchNorm), "your GhostBatchNorm"
     except SweepDiffered:
-        return ghost_sweep(GhostReference), ("torch's BatchNorm on each virtual batch (your GhostBatchNorm's output "
+        return ghost_sweep(GhostReference), ("torch's BatchNorm on each virtual batch (your GhostBatchNorm "
                                              "differed from the reference during the sweep, so the question was graded "
                                              "on the reference's sweep)")
     except CheckFailed:

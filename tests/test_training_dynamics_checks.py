@@ -35,10 +35,14 @@ BUGS = {
     "bug_ghost_running_var_whole_count": {"ghost": "not the whole batch's"},
     # Passes Parts 1-3 (its layer is right on every graded case); its Question 3 is below.
     "bug_ghost_zero_in_sweep": {},
+    "bug_ghost_detached_in_sweep": {},
 }
 # Layers that compute something else only inside the sweep of Question 3: the question is graded
 # on torch's sweep instead, so the answer the layer would have dictated is wrong.
-SWEEP_BUGS = {"bug_ghost_zero_in_sweep": "c"}
+SWEEP_BUGS = {  # file -> (the answer its own sweep would make right, what the sweep's check says)
+    "bug_ghost_zero_in_sweep": ("c", "its output at step 1 differs"),
+    "bug_ghost_detached_in_sweep": ("c", r"at step 1 no gradient flowed back through its output \(is it detached\?\)"),
+}
 CHEATS = {
     "cheat_fuse_helper": no_points("fold"),
     "cheat_ghost_torch_bn": no_points("ghost"),
@@ -96,11 +100,12 @@ def test_a_layer_that_differs_only_in_the_sweep_is_graded_on_torch_s_sweep(name)
     from autograder import CheckFailed
 
     namespace = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", name))
-    with pytest.raises(CheckFailed, match="differed from the reference .*during the sweep: its output at step 1"):
+    answer, said = SWEEP_BUGS[name]
+    with pytest.raises(CheckFailed, match=f"differed from the reference .*initial scale 0.1 and virtual batch size 4: {said}"):
         checks.ghost_sweep(namespace["GhostBatchNorm"])
     losses, whose = checks.sweep_for_grading(namespace["GhostBatchNorm"])
     assert "differed from the reference during the sweep" in whose and losses == checks.ghost_sweep(checks.GhostReference)
-    namespace.update(answer_q3=SWEEP_BUGS[name], why_q3="The plot shows it.")
+    namespace.update(answer_q3=answer, why_q3="The plot shows it.")
     with pytest.raises(CheckFailed, match="not right: on your result the right answer is 'a'.*differed from the reference during the sweep"):
         _grade_question_3(namespace)
 

@@ -410,8 +410,14 @@ def _masked_hint(f: Finding) -> str | None:
             if matches(guess * weights, f.student, f.exact) or matches(guess, f.student, f.exact):
                 return (f"you summed over the real tokens but divided by N·L = {positions}, every position; divide by the "
                         f"number of real tokens, n = mask.sum() = {int(n)}, in the mean and in the variance.")
+    if f.aspect == OUTPUT and f.student is not None and f.exact is not None:  # in every mode: eval too
+        real = mask[:, None, :].to(f.student.device)
         if matches(torch.where(real, f.student, torch.zeros_like(f.student)).to(F64), f.exact, None) and not matches(f.student, f.exact, None):
-            return "the real tokens are right; the padded positions of the output must be 0 (mask them after normalizing)."
+            index = f.discrepancy.index if f.discrepancy is not None else ()
+            where = (f", and position {list(index)} is padding (mask[{index[0]}, {index[-1]}] is False)"
+                     if len(index) == 3 and not bool(mask[index[0], index[-1]]) else "")
+            return (f"the real tokens are right{where}: the padded positions of the output must be 0"
+                    f"{', in eval mode too' if f.step.mode == 'eval' else ''} (mask them after normalizing).")
     lengths = mask.sum(1, keepdim=True)
     prefix = torch.arange(mask.shape[1])[None, :] < lengths
     if f.aspect == OUTPUT and f.step.mode == "train" and f.student is not None and not torch.equal(prefix, mask):
@@ -706,6 +712,15 @@ def check_recalibrate_bn(recalibrate_bn, full: bool = False) -> None:
         got = report.get("state")
         if type(got) is not dict or set(got) != set(expected):
             fail(f"{where}: the model's state_dict keys changed: {sorted(got) if type(got) is dict else got}.")
+        if report.get("autograd_left_off"):
+            fail(f"{where}: recalibrate_bn left autograd switched off: later training in your notebook would compute "
+                 "no gradients; use `with torch.no_grad():`, which switches it back on when the block ends.")
+        frozen = report.get("parameters_frozen")
+        if frozen:
+            names = ", ".join(map(str, frozen[:3])) + (", ..." if len(frozen) > 3 else "") if type(frozen) is list else ""
+            fail(f"{where}: recalibrate_bn left {len(frozen) if type(frozen) is list else 'some'} parameters frozen "
+                 f"(requires_grad=False afterwards: {names}): later training in your notebook would not update them. "
+                 "Leave requires_grad alone: `with torch.no_grad():` is enough to run the forwards without autograd.")
         if report.get("parameters_changed"):
             fail(f"{where}: your function changed the parameters {report['parameters_changed']}; recalibration only "
                  "recomputes the BatchNorms' running statistics (run the forwards under torch.no_grad()).")

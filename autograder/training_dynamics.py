@@ -214,7 +214,7 @@ def _check_rate(rate, w, lr, device) -> None:
     if got.dtype != dtype or got.device.type != device.type:
         hint = ""
         if got.dtype != dtype and got.dtype == F64:
-            hint = ("\nLikely cause: the rate was computed in float64 (w.double(), or a float64 tensor for lr) and not "
+            hint = ("\nLikely cause: the rate was computed in float64 (w.double()) and not "
                     "cast back: end with .to(w.dtype), as a diagnostic logged next to the weights is.")
         fail(f"{where}: return the rates in w's dtype and on its device ({_dtype_name(dtype)} on {device.type}); yours "
              f"are {_dtype_name(got.dtype)} on {got.device.type}." + hint)
@@ -396,11 +396,57 @@ SWEEP_SCALES = [0.1, 1.0, 10.0]  # factor on the first layer's He-initialized we
 SWEEP_VIRTUAL_BATCH_SIZES = [4, 16, 64]  # inside batches of 64: 64 is plain BatchNorm
 
 
+class SweepDiffered(CheckFailed):
+    """The student's layer ran in the sweep but did not compute torch's ghost BatchNorm there."""
+
+
+SWEEP_TOLERANCE = 1e-4  # float32 rounding, relative to the largest value of a tensor
+
+
+def _differs(mine, reference: torch.Tensor) -> bool:
+    if type(mine) is not torch.Tensor or mine.shape != reference.shape or mine.dtype != F32:
+        return True
+    gap = (mine.double() - reference).abs()
+    return not bool((gap <= SWEEP_TOLERANCE * (reference.abs().max() + reference.abs())).all())
+
+
+def _replay(records, virtual_batch_size: int) -> str | None:
+    """Where the layer in one run of the sweep differed from torch's ghost BatchNorm fed the same
+    inputs and output gradients (in float64, its weight and bias trained here by the same SGD), or
+    None. Judged here, on plain data."""
+    from autograder.sandbox.observe_sweep import HIDDEN, LEARNING_RATE, STEPS
+
+    if type(records) is not list or len(records) != STEPS:
+        return "the sweep's record of your layer is incomplete"
+    reference = GhostReference(HIDDEN, virtual_batch_size, dtype=F64).train()
+    for step, seen in enumerate(records, start=1):
+        x = seen.get("input") if type(seen) is dict else None
+        if type(x) is not torch.Tensor or x.dim() != 2 or x.shape[1] != HIDDEN or x.dtype != F32:
+            return "the sweep's record of your layer is incomplete"
+        x = x.double().requires_grad_()
+        reference.zero_grad()
+        y = reference(x)
+        if _differs(seen.get("output"), y.detach()):
+            return f"its output at step {step} differs"
+        upstream = seen.get("output_grad")
+        if type(upstream) is not torch.Tensor or upstream.shape != y.shape:
+            return f"at step {step} no gradient flowed back through its output (is it detached?)"
+        y.backward(upstream.double())
+        if _differs(seen.get("input_grad"), x.grad):
+            return f"the gradient it passes back to its input at step {step} differs"
+        with torch.no_grad():
+            for parameter in reference.parameters():
+                parameter -= LEARNING_RATE * parameter.grad
+    return None
+
+
 def ghost_sweep(GhostBatchNorm) -> list[list[float]]:
     """Train the small network of :mod:`autograder.sandbox.observe_sweep` once per initial scale
     (rows, :data:`SWEEP_SCALES`) and virtual batch size (columns, :data:`SWEEP_VIRTUAL_BATCH_SIZES`)
     with ``GhostBatchNorm`` after its first layer; return the final training losses. Runs where
-    the class lives (the notebook's kernel), in a few seconds on a CPU."""
+    the class lives (the notebook's kernel), in a few seconds on a CPU. Every step of every run is
+    replayed here with torch's ghost BatchNorm (:func:`_replay`): a layer that computes something
+    else in the sweep fails with :class:`SweepDiffered`."""
     __tracebackhide__ = True
     integrity.check_untampered()
     report = student(GhostBatchNorm, GHOST).report("observe_sweep.sweep", SWEEP_SCALES, SWEEP_VIRTUAL_BATCH_SIZES)
@@ -413,15 +459,31 @@ def ghost_sweep(GhostBatchNorm) -> list[list[float]]:
     if (type(losses) is not list or len(losses) != shape[0]
             or any(type(row) is not list or len(row) != shape[1] or any(type(v) is not float for v in row) for row in losses)):
         raise StudentCodeFailed("the sweep's report is not a table of losses")
+    records = report.get("records")
+    runs = [(scale, size) for scale in SWEEP_SCALES for size in SWEEP_VIRTUAL_BATCH_SIZES]
+    if type(records) is not list or len(records) != len(runs):
+        raise StudentCodeFailed("the sweep's report does not record every run")
+    for (scale, size), record in zip(runs, records):
+        where = _replay(record, size)
+        if where is not None:
+            raise SweepDiffered(
+                f"your GhostBatchNorm differed from the reference (torch's BatchNorm on each virtual batch) in the "
+                f"sweep's run with initial scale {scale:g} and virtual batch size {size}: {where}. "
+                "The sweep needs a layer that computes the same thing in every call: make Part 1 pass first.")
     return losses
 
 
 def sweep_for_grading(GhostBatchNorm) -> tuple[list[list[float]], str]:
     """The sweep with the student's layer, run again where the notebook is graded, and whose layer
-    it used: torch's BatchNorm on each virtual batch when the student's does not run."""
+    it used: torch's BatchNorm on each virtual batch when the student's does not run, or does not
+    compute torch's ghost BatchNorm in the sweep."""
     __tracebackhide__ = True
     try:
         return ghost_sweep(GhostBatchNorm), "your GhostBatchNorm"
+    except SweepDiffered:
+        return ghost_sweep(GhostReference), ("torch's BatchNorm on each virtual batch (your GhostBatchNorm "
+                                             "differed from the reference during the sweep, so the question was graded "
+                                             "on the reference's sweep)")
     except CheckFailed:
         return ghost_sweep(GhostReference), "torch's BatchNorm on each virtual batch (yours did not run)"
 

@@ -7,7 +7,7 @@ import pytest
 
 from autograder import training_dynamics as checks
 from catalogue import Catalogue, no_points
-from course import load_namespace, solution_code
+from course import load_namespace, solution_code, source_notebook
 
 ASSIGNMENT = "06_training_dynamics"
 PARTS = {
@@ -29,10 +29,19 @@ BUGS = {
     "bug_ghost_chunk": {"ghost": "virtual batches of 5, 5 and 2"},
     "bug_fold_no_dilation": {"fold": "dilation"},
     "bug_ratio_tensor": {"diagnostics": "return a Python float"},
-    "bug_rate_float64": {"diagnostics": "computed in float64"},
+    "bug_rate_float64": {"diagnostics": "computed in float64 (w.double()) and not cast back"},
     "bug_ratio_divides_by_after": {"diagnostics": "as makemore's notebook does"},
     "bug_ghost_running_var_biased": {"ghost": "n/(n − 1) = 4/3"},
     "bug_ghost_running_var_whole_count": {"ghost": "not the whole batch's"},
+    # Passes Parts 1-3 (its layer is right on every graded case); its Question 3 is below.
+    "bug_ghost_zero_in_sweep": {},
+    "bug_ghost_detached_in_sweep": {},
+}
+# Layers that compute something else only inside the sweep of Question 3: the question is graded
+# on torch's sweep instead, so the answer the layer would have dictated is wrong.
+SWEEP_BUGS = {  # file -> (the answer its own sweep would make right, what the sweep's check says)
+    "bug_ghost_zero_in_sweep": ("c", "its output at step 1 differs"),
+    "bug_ghost_detached_in_sweep": ("c", r"at step 1 no gradient flowed back through its output \(is it detached\?\)"),
 }
 CHEATS = {
     "cheat_fuse_helper": no_points("fold"),
@@ -74,8 +83,31 @@ def test_the_sweep_of_question_3_trains_the_student_s_own_layer_the_same_way_twi
     assert len(losses) == len(checks.SWEEP_SCALES) and all(len(r) == len(checks.SWEEP_VIRTUAL_BATCH_SIZES) for r in losses)
     assert checks.sweep_for_grading(layer) == (losses, "your GhostBatchNorm")
     assert all(c[0] < c[1] < c[2] for c in zip(*losses)), checks.sweep_table(losses)
+    from autograder.sandbox import observe_sweep
+
     whole = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", "bug_whole_batch"))["GhostBatchNorm"]
-    assert checks.ghost_sweep(whole) != losses  # the student's layer is what trains
+    assert observe_sweep.sweep(whole, checks.SWEEP_SCALES, checks.SWEEP_VIRTUAL_BATCH_SIZES)["losses"] != losses  # the student's layer is what trains
+
+
+def _grade_question_3(namespace: dict) -> None:
+    """The hidden test cell of Question 3, run as the grader runs it."""
+    cell = next(c for c in source_notebook(ASSIGNMENT).cells if c.get("metadata", {}).get("nbgrader", {}).get("grade_id") == "test_question_3")
+    exec(compile(cell.source, "<test_question_3>", "exec"), namespace)
+
+
+@pytest.mark.parametrize("name", sorted(SWEEP_BUGS))
+def test_a_layer_that_differs_only_in_the_sweep_is_graded_on_torch_s_sweep(name):
+    from autograder import CheckFailed
+
+    namespace = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", name))
+    answer, said = SWEEP_BUGS[name]
+    with pytest.raises(CheckFailed, match=f"differed from the reference .*initial scale 0.1 and virtual batch size 4: {said}"):
+        checks.ghost_sweep(namespace["GhostBatchNorm"])
+    losses, whose = checks.sweep_for_grading(namespace["GhostBatchNorm"])
+    assert "differed from the reference during the sweep" in whose and losses == checks.ghost_sweep(checks.GhostReference)
+    namespace.update(answer_q3=answer, why_q3="The plot shows it.")
+    with pytest.raises(CheckFailed, match="not right: on your result the right answer is 'a'.*differed from the reference during the sweep"):
+        _grade_question_3(namespace)
 
 
 def test_a_layer_that_does_not_run_is_told_so_and_graded_on_torch_s_sweep():

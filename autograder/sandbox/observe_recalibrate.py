@@ -5,8 +5,9 @@ The model is built from a plain description (:func:`build_model`, also used by t
 of batches (tensors, or ``(input, target)`` pairs, :func:`make_loader`).  The report holds the model's ``state_dict``
 after the call, each BatchNorm's ``momentum`` and every module's ``training`` flag before and
 after, whether parameters changed or got gradients, how each BatchNorm forward ran (with autograd
-on or off, in training or eval mode: a forward pre-hook on every BatchNorm records it), and whether
-torch's ``update_bn`` ran (:mod:`autograder.sandbox.tripwire`).  :mod:`autograder.practice_lab` judges it.
+on or off, in training or eval mode: a forward pre-hook on every BatchNorm records it), whether
+autograd was left switched off (switched back on here, so that later checks are unaffected) or
+parameters left frozen (``requires_grad`` turned off) after the call, and whether torch's ``update_bn`` ran (:mod:`autograder.sandbox.tripwire`).  :mod:`autograder.practice_lab` judges it.
 """
 from __future__ import annotations
 
@@ -87,6 +88,8 @@ def recalibrate(fn, spec: dict, state: dict, batches: list, pairs: bool) -> dict
         forwards.append((torch.is_grad_enabled(), module.training))
 
     hooks = [m.register_forward_pre_hook(watch) for m in batch_norms(model)]
+    grad_before = torch.is_grad_enabled()
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
     try:
         with tripwires([inspect.unwrap(swa_utils.update_bn)]) as entered:
             fn(model, loader)
@@ -95,8 +98,13 @@ def recalibrate(fn, spec: dict, state: dict, batches: list, pairs: bool) -> dict
     finally:
         for hook in hooks:
             hook.remove()
+        grad_after = torch.is_grad_enabled()
+        torch.set_grad_enabled(grad_before)
     named = dict(model.named_parameters())
+    frozen = sorted(n for n, p in named.items() if flags.get(n) and not p.requires_grad)
     return {
+        "autograd_left_off": grad_before and not grad_after,
+        "parameters_frozen": frozen,
         "state": {str(k): _plain_tensor(v) for k, v in model.state_dict().items()},
         "modes_before": modes_before, "modes_after": _modes(model),
         "momenta_before": momenta_before, "momenta_after": _momenta(model),

@@ -211,3 +211,22 @@ def adopt_orphans(on: bool = True) -> None:
     import ctypes
 
     ctypes.CDLL(None, use_errno=True).prctl(36, 1 if on else 0, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    if not on:
+        reap_adopted()
+
+
+def reap_adopted() -> int:
+    """Wait for the adopted processes that have exited (zombies whose parent is this process),
+    so a subreaper leaves none behind; returns how many."""
+    reaped = 0
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = (Path("/proc") / pid / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if stat[0] == "Z" and int(stat[1]) == os.getpid():
+            try:
+                reaped += os.waitpid(int(pid), os.WNOHANG)[0] == int(pid)
+            except ChildProcessError:
+                pass
+    return reaped

@@ -155,7 +155,7 @@ def one_line(text: str) -> str:
     messages; one line keeps it from starting a line of its own there, such as a forged
     "Likely cause: ..." that the class report would count as the grader's."""
     lines = text.splitlines()
-    return " ⏎ ".join(lines) if len(lines) > 1 or text[-1:] in ("\n", "\r") else text
+    return " ⏎ ".join(lines) if len(lines) != 1 else lines[0]  # a trailing break goes too
 
 
 def decode(data: bytes, device_ok=None, text=None):

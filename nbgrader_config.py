@@ -13,7 +13,7 @@ from nbgrader.preprocessors import (
 )
 from nbconvert.preprocessors import ClearMetadataPreprocessor, CSSHTMLHeaderPreprocessor
 
-from autograder.feedback import ClearHiddenTestsInTestCells, GradedVerdicts, HideTracebacks
+from autograder.grading.feedback import ClearHiddenTestsInTestCells, GradedVerdicts, HideTracebacks
 from autograder.grading.execute import SandboxedExecute
 from autograder.grading.pages import protect_formgrader
 from autograder.grading.scrub import ScrubActiveContent

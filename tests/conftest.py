@@ -11,7 +11,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 torch.set_num_threads(1)  # small tensors: thread start-up would dominate
 
 # Importing the grader takes the trusted baseline here, before any submission runs.
-from autograder import integrity  # noqa: E402
+from autograder.core import integrity  # noqa: E402
 from course import REPO, tool_env  # noqa: E402
 
 sys.path.insert(0, str(REPO / "book" / "_ext"))

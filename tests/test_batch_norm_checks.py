@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import batch_norm as checks
+from autograder.exercises.ex02_batch_norm import checks as checks
 from catalogue import Catalogue
 from course import submission_files
 

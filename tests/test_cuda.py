@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from autograder import CheckFailed, available_devices, default_device
-from autograder import batch_norm as checks
+from autograder.exercises.ex02_batch_norm import checks as checks
 from course import load_namespace, solution_code
 
 pytestmark = pytest.mark.cuda
@@ -43,7 +43,7 @@ def test_practice_lab_solution_passes_on_cpu_and_cuda():
     """Exercise 07 on a GPU: float16/bfloat16 LayerNorm, masked and frozen BatchNorm and
     recalibration on CUDA; the SyncBatchNorm2d replicas after CUDA was initialized in this process
     (they fork and stay on the CPU, which must still work)."""
-    from autograder import practice_lab
+    from autograder.exercises.ex07_practice_lab import checks as practice_lab
 
     ns = load_namespace("07_practice_lab", solution_code("07_practice_lab"))
     torch.ones(1, device="cuda")  # CUDA initialized before the replicas fork

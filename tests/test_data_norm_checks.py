@@ -13,8 +13,8 @@ import torch
 from sklearn.preprocessing import StandardScaler
 
 from autograder import CheckFailed
-from autograder import data_norm as checks
-from autograder.numerics import FLOAT64_RTOL
+from autograder.exercises.ex05_data_vs_layer_norm import checks as checks
+from autograder.core.numerics import FLOAT64_RTOL
 from catalogue import Catalogue, no_points, tampering
 
 ASSIGNMENT = "05_data_vs_layer_norm"

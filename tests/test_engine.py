@@ -5,10 +5,10 @@ import pytest
 import torch
 from torch import nn
 
-from autograder import forbidden, integrity
-from autograder.messages import CheckFailed
-from autograder.numerics import discrepancy
-from autograder.side import student
+from autograder.core import forbidden, integrity
+from autograder.core.messages import CheckFailed
+from autograder.core.numerics import discrepancy
+from autograder.core.side import student
 
 
 def test_float64_must_match_to_1e9_of_scale():

@@ -24,10 +24,10 @@ import pytest
 from nbconvert.preprocessors import CSSHTMLHeaderPreprocessor, Preprocessor
 from traitlets.config import Config
 
-from autograder.feedback import ClearHiddenTestsInTestCells, GradedVerdicts, HideTracebacks, part_titles, printed_constants
+from autograder.grading.feedback import ClearHiddenTestsInTestCells, GradedVerdicts, HideTracebacks, part_titles, printed_constants
 from autograder.grading import not_graded
 from autograder.grading.pages import BOOTSTRAP_CSS, FeedbackExporter, feedback_config
-from autograder.messages import CheckFailed, two_values
+from autograder.core.messages import CheckFailed, two_values
 from course import ASSIGNMENTS, REPO, release_notebook, source_notebook, tool_env
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -48,7 +48,7 @@ def test_two_values_get_the_digits_that_tell_them_apart():
 
 
 def test_a_checks_message_shows_the_two_values_differing():
-    from autograder import batch_norm as checks
+    from autograder.exercises.ex02_batch_norm import checks as checks
 
     def batch_mean_var(x):  # off by 3e-8 of the variance: beyond float64's tolerance, within 6 digits
         dims = [0] + list(range(2, x.dim()))
@@ -68,7 +68,7 @@ def test_a_kernel_shows_only_the_message_of_a_failed_check():
     from nbclient import NotebookClient
 
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
-        "from autograder.messages import fail\nfail('your y differs.\\nLikely cause: a reason.')")])
+        "from autograder.core.messages import fail\nfail('your y differs.\\nLikely cause: a reason.')")])
     NotebookClient(nb, timeout=120, kernel_name="python3", allow_errors=True).execute()
     (error,) = [o for o in nb.cells[0].outputs if o.output_type == "error"]
     assert error.ename == "CheckFailed" and error.evalue == "your y differs.\nLikely cause: a reason."

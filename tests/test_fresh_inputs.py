@@ -1,5 +1,5 @@
 """Every input the grader gives a student's layer is drawn from the course's secret
-(autograder/seeding.py): a table of answers built from the installed package matches none of
+(autograder/core/seeding.py): a table of answers built from the installed package matches none of
 them, and every catalogued verdict is the same with the course's inputs as with the package's."""
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import stat
 import pytest
 import torch
 
-from autograder import inputs, seeding
+from autograder.core import inputs, seeding
 from autograder.grading import course_secret
 from course import load_namespace, run_parts, solution_code
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder import layer_norm as checks
-from autograder import siglip_reference
+from autograder.exercises.ex03_layer_norm import checks as checks
+from autograder.exercises.ex03_layer_norm import siglip_reference
 from catalogue import Catalogue, no_points, tampering
 from course import load_namespace, run_parts
 
@@ -94,7 +94,7 @@ def test_stored_siglip_reference_matches_transformers():
 # A forward that never computes: it looks up the package's stored output for pixel values of
 # the same shape (the stored file ships with the grader, so the student's process can read it).
 REPLAY_STORED_OUTPUT = '''
-from autograder import siglip_reference as _stored_reference
+from autograder.exercises.ex03_layer_norm import siglip_reference as _stored_reference
 
 
 def _replay_stored_output(self, pixel_values):

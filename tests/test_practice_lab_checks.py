@@ -8,7 +8,7 @@ import multiprocessing
 
 import pytest
 
-from autograder import practice_lab as checks
+from autograder.exercises.ex07_practice_lab import checks as checks
 from catalogue import Catalogue, no_points
 from course import load_namespace
 
@@ -110,7 +110,7 @@ def test_a_replica_that_never_joins_the_collective_is_stopped_in_time():
                 dist.all_reduce(torch.ones(1))
             return x
 
-    from autograder.side import student
+    from autograder.core.side import student
 
     case = checks._ReplicaCase([2, 2], seed=1)
     start = time.monotonic()

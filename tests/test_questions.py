@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 import torch
 
-from autograder import questions
-from autograder.messages import CheckFailed
+from autograder.core import questions
+from autograder.core.messages import CheckFailed
 from course import ASSIGNMENTS, REPO, is_test_cell, load_namespace, nbgrader_meta, setup_source, solution_code
 from leaks import (
     ANSWER_LINE, grade_calls, hidden_part, keyword, question_secrets, secrets_in, source_notebooks, visible_part,

@@ -112,9 +112,9 @@ def test_code_built_at_run_time_is_reported_with_its_reason(source, reasons):
     '    return x  # not exec(bytes.fromhex(...)), not torch.ops.aten.native_batch_norm',
     "layers = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]",
     "stateful = isinstance(m, (nn.modules.batchnorm._NormBase, torch.nn.modules.instancenorm._InstanceNorm))",
-    "from autograder import batch_norm as checks\n\nchecks.check_training_forward(BatchNorm2d)\nprint('passed')",
+    "from autograder.exercises.ex02_batch_norm import checks\n\nchecks.check_training_forward(BatchNorm2d)\nprint('passed')",
     "import autograder\nDEVICE = autograder.default_device()",
-    "from autograder import questions\nquestions.check_choice(answer_q1, 'Question 1', options='abcd')",
+    "from autograder.core import questions\nquestions.check_choice(answer_q1, 'Question 1', options='abcd')",
     "model.eval()\npattern = re.compile('x+')\nlayer.forward(x)\nsuper().forward(x)",
     "why_q1 = '" + "The mean moves with the batch, so the statistics change at every step. " * 10 + "'",
     "key = '3f2a9c'\ntorch.set_num_threads(1)",
@@ -125,7 +125,7 @@ def test_code_built_at_run_time_is_reported_with_its_reason(source, reasons):
     "from torch.nn.modules.batchnorm import _BatchNorm as BN\nnorms = [m for m in model.modules() if issubclass(type(m), BN)]",
     "KINDS = (nn.modules.batchnorm._BatchNorm,)\nnorms = [m for m in model.modules() if isinstance(m, KINDS)]",
     "KINDS = [nn.BatchNorm1d, torch.nn.modules.batchnorm._BatchNorm]",
-    "from autograder.practice_lab import check_recalibrate_bn\ncheck_recalibrate_bn(recalibrate_bn, full=True)",
+    "from autograder.exercises.ex07_practice_lab.checks import check_recalibrate_bn\ncheck_recalibrate_bn(recalibrate_bn, full=True)",
 ])
 def test_the_course_s_own_idioms_are_left_alone(source):
     assert whats(source) == []
@@ -135,7 +135,7 @@ def test_the_course_s_own_idioms_are_left_alone(source):
     "from torch.nn.modules.batchnorm import _BatchNorm\nclass Mine(_BatchNorm):\n    pass",
     "from torch.nn.modules.batchnorm import _BatchNorm\ny = _BatchNorm.forward(self, x)",
     "from torch.nn.modules.batchnorm import F\ny = F.batch_norm(x, None, None)",
-    "from autograder.practice_lab import _reference_replicas",
+    "from autograder.exercises.ex07_practice_lab.checks import _reference_replicas",
 ])
 def test_the_same_names_used_otherwise_are_still_flagged(source):
     assert whats(source) != []
@@ -189,7 +189,7 @@ def test_the_hostile_catalogue_is_listed_as_the_roundtrip_expects(name, route):
 
 
 def test_a_notebook_s_given_cells_are_not_scanned(tmp_path):
-    given = "from autograder import batch_norm as checks\nimport sys\nchecks.check_module_contract(BatchNorm2d)"
+    given = "from autograder.exercises.ex02_batch_norm import checks\nimport sys\nchecks.check_module_contract(BatchNorm2d)"
     nb = nbformat.v4.new_notebook(cells=[
         nbformat.v4.new_code_cell(given),
         nbformat.v4.new_code_cell("class BatchNorm2d(nn.Module):\n    pass"),

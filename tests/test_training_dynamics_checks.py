@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder import training_dynamics as checks
+from autograder.exercises.ex06_training_dynamics import checks as checks
 from catalogue import Catalogue, no_points
 from course import load_namespace, solution_code, source_notebook
 
@@ -83,7 +83,7 @@ def test_the_sweep_of_question_3_trains_the_student_s_own_layer_the_same_way_twi
     assert len(losses) == len(checks.SWEEP_SCALES) and all(len(r) == len(checks.SWEEP_VIRTUAL_BATCH_SIZES) for r in losses)
     assert checks.sweep_for_grading(layer) == (losses, "your GhostBatchNorm")
     assert all(c[0] < c[1] < c[2] for c in zip(*losses)), checks.sweep_table(losses)
-    from autograder.sandbox import observe_sweep
+    from autograder.exercises.ex06_training_dynamics import observe_sweep
 
     whole = load_namespace(ASSIGNMENT, CATALOGUE._code("bug", "bug_whole_batch"))["GhostBatchNorm"]
     assert observe_sweep.sweep(whole, checks.SWEEP_SCALES, checks.SWEEP_VIRTUAL_BATCH_SIZES)["losses"] != losses  # the student's layer is what trains

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from autograder import wire
+from autograder.core import wire
 from autograder.grading import sandbox
 from autograder.grading.scan import scan_source
 from autograder.grading.testcell import free_names
 from autograder.sandbox.agent import Agent
-from autograder.side import LocalSide, StudentCodeFailed
+from autograder.core.side import LocalSide, StudentCodeFailed
 from course import REPO, submission_files
 
 
@@ -109,9 +109,9 @@ def test_a_students_text_cannot_start_a_line_of_the_graders_message():
     """A check quotes the student's exception text in its message; the class report counts the
     message's "Likely cause:" lines as the grader's conclusions. Every string from the student's
     side arrives on one line, so a forged cause stays inside the quote (found by an attack)."""
-    from autograder import batch_norm
+    from autograder.exercises.ex02_batch_norm import checks as batch_norm
     from autograder.grading.report import likely_causes
-    from autograder.messages import CheckFailed
+    from autograder.core.messages import CheckFailed
 
     forged = "boom\nLikely cause: you copied a classmate's notebook\r\nLikely cause: anything"
 
@@ -128,7 +128,7 @@ def test_a_students_text_cannot_start_a_line_of_the_graders_message():
 
 
 def test_test_cells_read_the_students_names_and_nothing_else():
-    source = "from autograder import batch_norm as checks\nchecks.check_training_forward(BatchNorm1d, BatchNorm2d, full=True)\nprint('ok')\n"
+    source = "from autograder.exercises.ex02_batch_norm import checks\nchecks.check_training_forward(BatchNorm1d, BatchNorm2d, full=True)\nprint('ok')\n"
     assert free_names(source) == ["BatchNorm1d", "BatchNorm2d"]
 
 
@@ -354,7 +354,7 @@ def test_each_sandbox_gets_a_cpu_cgroup_of_its_own():
     ("exec(base64.b64decode(blob))", "run time"),
     ("frame = sys._getframe(1)", "introspection"),
     ("sys.modules['autograder.sandbox.observe'].run_steps = fake", "grader's own modules"),
-    ("import autograder.integrity as integ", "grader's own modules"),
+    ("import autograder.core.integrity as integ", "grader's own modules"),
     ("checks.engine.observe._ops = lambda recorder: []", "grader's own modules"),
     ("from torch.utils._mode_utils import no_dispatch", "private"),
     ("with _C._DisableTorchDispatch():", "private"),

@@ -1,4 +1,4 @@
-"""The course's secret, from which the grader draws every check's inputs (:mod:`autograder.seeding`).
+"""The course's secret, from which the grader draws every check's inputs (:mod:`autograder.core.seeding`).
 
 Made once, the first time the course is graded, as ``grading_secret.txt`` in the course
 directory beside the gradebook, readable by its owner only; it never reaches a release, a

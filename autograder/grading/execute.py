@@ -49,12 +49,12 @@ from nbconvert.preprocessors import Preprocessor
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer, Unicode
 
-from autograder import seeding
+from autograder.core import seeding
 from autograder.grading import course_secret, testcell
 from autograder.grading.kernel import SandboxedKernelManager
 from autograder.grading.sandbox import Sandbox, check_available, scratch_root
 from autograder.grading.scrub import execution_count
-from autograder.side import RemoteSide
+from autograder.core.side import RemoteSide
 
 STATUS_FILE = Path(".grading") / "current"
 

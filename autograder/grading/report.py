@@ -251,7 +251,7 @@ def part_names(release: Path) -> dict[str, str]:
     """Test cell (grade id) -> its part's name ("Part 3: running statistics and eval mode",
     "Question 2"), read from the release's own notebooks in ``release``; {} where they cannot be
     read."""
-    from autograder.feedback import part_titles
+    from autograder.grading.feedback import part_titles
 
     names: dict[str, str] = {}
     for path in sorted(release.glob("*.ipynb")):

@@ -363,7 +363,7 @@ def _grader_used(parts: tuple[str, ...], kind: str) -> bool:
     if kind == "import" and parts in IMPORTABLE:
         return False
     if kind == "import" and len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_"):
-        return False  # from autograder.batch_norm import check_training_forward
+        return False  # from autograder.exercises.ex02_batch_norm.checks import check_training_forward
     if parts in PUBLIC_NAMES or (len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2] in CHAPTER_NAMES):
         return kind == "store"
     checking = len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_")

@@ -2,7 +2,7 @@
 
 The cell's source is the instructor's (nbgrader restored it from the gradebook, hidden tests
 included).  It runs here, in a namespace of its own: every name it reads but does not define
-(``BatchNorm2d``, ``batch_mean_var``) becomes a :class:`~autograder.side.StudentName` on the
+(``BatchNorm2d``, ``batch_mean_var``) becomes a :class:`~autograder.core.side.StudentName` on the
 sandbox's side, so ``checks.check_training_forward(BatchNorm1d, BatchNorm2d, full=True)`` drives
 the student's classes over the socket and compares the plain data it gets back with torch here.
 The student's process never sees the cell's text, and nothing it sends can be more than data.
@@ -16,8 +16,8 @@ import io
 
 import nbformat
 
-from autograder.messages import CheckFailed
-from autograder.side import Side, StudentCodeFailed, StudentName
+from autograder.core.messages import CheckFailed
+from autograder.core.side import Side, StudentCodeFailed, StudentName
 
 
 def free_names(source: str) -> list[str]:

@@ -1,13 +1,13 @@
 """Serve the grader's requests from inside the student's process.
 
 A request names an object of the notebook (``lookup``) or asks for one function of the
-``autograder.sandbox`` observation modules to run on the student's objects (``call``); the reply
-is plain data (:mod:`autograder.wire`).  Objects that are not plain data stay here, in a table,
+observation modules (``autograder.sandbox`` and each exercise's ``observe*.py``) to run on the student's objects (``call``); the reply
+is plain data (:mod:`autograder.core.wire`).  Objects that are not plain data stay here, in a table,
 and cross as numbered handles.
 
 At grading time the grader starts :func:`serve` in the sandboxed kernel and talks to it over a
 Unix socket in the sandbox's scratch folder; while a student works, the checks call
-:meth:`Agent.respond` in the same process (:class:`autograder.side.LocalSide`).  Either way the
+:meth:`Agent.respond` in the same process (:class:`autograder.core.side.LocalSide`).  Either way the
 reply is decoded by the grader as untrusted data.
 """
 from __future__ import annotations
@@ -16,12 +16,23 @@ import importlib
 import socket
 import struct
 
-from autograder import wire
-from autograder.wire import Handle, RemoteError
+from autograder.core import wire
+from autograder.core.wire import Handle, RemoteError
 
-# The modules whose public functions the grader may call here.
-OBSERVATION_MODULES = ("observe", "observe_tools", "observe_data", "observe_siglip", "observe_answers", "observe_backward",
-                       "observe_fold", "observe_distributed", "observe_recalibrate", "observe_sweep")
+# The modules whose public functions the grader may call here, by the name a request uses.
+_EXERCISES = "autograder.exercises"
+OBSERVATION_MODULES = {
+    "observe": "autograder.sandbox.observe",
+    "observe_answers": "autograder.sandbox.observe_answers",
+    "observe_tools": f"{_EXERCISES}.ex01_covariate_shift.observe",
+    "observe_backward": f"{_EXERCISES}.ex02b_batch_norm_backward.observe",
+    "observe_siglip": f"{_EXERCISES}.ex03_layer_norm.observe",
+    "observe_data": f"{_EXERCISES}.ex05_data_vs_layer_norm.observe",
+    "observe_fold": f"{_EXERCISES}.ex06_training_dynamics.observe_fold",
+    "observe_sweep": f"{_EXERCISES}.ex06_training_dynamics.observe_sweep",
+    "observe_distributed": f"{_EXERCISES}.ex07_practice_lab.observe_distributed",
+    "observe_recalibrate": f"{_EXERCISES}.ex07_practice_lab.observe_recalibrate",
+}
 
 
 class Agent:
@@ -55,7 +66,7 @@ class Agent:
         module, _, function = name.partition(".")
         if module not in OBSERVATION_MODULES or not function or function.startswith("_"):
             raise LookupError(f"{name} is not an observation")
-        return getattr(importlib.import_module(f"autograder.sandbox.{module}"), function)
+        return getattr(importlib.import_module(OBSERVATION_MODULES[module]), function)
 
     def _answer(self, request) -> object:
         op = request.get("op") if type(request) is dict else None
@@ -65,7 +76,7 @@ class Agent:
                 return {"defined": False}
             return {"defined": True, "object": self.handle_of(self.namespace[name])}
         if op == "tampered":  # what the notebook changed in torch, numpy or autograder (integrity)
-            from autograder import integrity
+            from autograder.core import integrity
 
             return integrity.changed_names()
         if op == "call":

@@ -2,10 +2,10 @@
 
 Each function takes the student's objects (resolved from handles by the agent) and plain values,
 runs the student's code, and returns plain values: tensors, numbers, strings, lists and dicts,
-:class:`~autograder.wire.RemoteError` for an exception the student's code raised.  An object
+:class:`~autograder.core.wire.RemoteError` for an exception the student's code raised.  An object
 that is not plain data goes back as a handle the grader can pass to a later call.
 
-The grader's comparisons never run here; :mod:`autograder.engine` and the chapter modules
+The grader's comparisons never run here; :mod:`autograder.core.engine` and the chapter modules
 compare what these functions report with torch's answers on the trusted side.
 """
 from __future__ import annotations
@@ -17,7 +17,7 @@ import torch
 from torch import nn
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from autograder.wire import RemoteError
+from autograder.core.wire import RemoteError
 
 NORMALIZATION_OP = re.compile(r"(batch|layer|group|instance|rms)_norm")
 

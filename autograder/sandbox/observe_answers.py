@@ -2,7 +2,7 @@
 
 Runs where the student's code runs.  An answer is a string, a number or a short list of them;
 a one-element tensor or a numpy number counts as the number it holds.  Whether it is right is
-decided on the trusted side (:mod:`autograder.questions`), by a key that never comes here.
+decided on the trusted side (:mod:`autograder.core.questions`), by a key that never comes here.
 """
 from __future__ import annotations
 

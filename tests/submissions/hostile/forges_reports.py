@@ -1,7 +1,7 @@
 # Attack: keep the grader's side of the conversation running, but make every observation report
 # nothing to compare (no steps, no kernels, no differences), and hide the change from the
 # integrity check.
-from autograder import integrity
+from autograder.core import integrity
 from autograder.sandbox import observe
 
 integrity.changed_names = lambda: []

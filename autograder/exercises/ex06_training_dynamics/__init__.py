@@ -1,0 +1,1 @@
+"""Exercise 06_training_dynamics: its checks, hints, hidden cases and observers (see :mod:`autograder.exercises`)."""

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from autograder.core import wire
-from autograder.grading import sandbox
+from autograder.grading import parts, sandbox
 from autograder.grading.scan import scan_source
 from autograder.grading.testcell import free_names
 from autograder.sandbox.agent import Agent
@@ -181,6 +181,62 @@ def test_the_sandbox_sees_no_course_no_network_and_only_itself():
     assert found["network"] is False
     assert len(found["processes"]) <= 3  # bwrap's init and the probe (and nothing of the grader's)
     assert found["uid"] != 0 and int(found["capabilities"], 16) == 0
+
+
+# A submission that goes looking for the grader's hidden cases: it reads every file of the package
+# it can reach, tries to import every exercise's hidden module and the grader, and reports.
+HIDDEN_HUNT = r"""
+import importlib, json, os, pkgutil, sys
+import autograder, autograder.exercises
+root = os.path.dirname(autograder.__file__)
+texts, names = [], []
+for folder, dirs, files in os.walk(root):
+    for name in files:
+        path = os.path.join(folder, name)
+        names.append(os.path.relpath(path, root))
+        try:
+            texts.append(open(path, "rb").read().decode("utf-8", "replace"))
+        except OSError:
+            pass
+imported = []
+for module in [m.name + ".hidden" for m in pkgutil.iter_modules(autograder.exercises.__path__, "autograder.exercises.")] + ["autograder.grading"]:
+    try:
+        importlib.import_module(module)
+        imported.append(module)
+    except ImportError:
+        pass
+print(json.dumps({"names": names, "text": "\n".join(texts), "imported": imported}))
+"""
+
+
+def _hidden_fingerprints() -> dict[str, list[str]]:
+    """Per hidden.py of the grader's package: its code lines that only it has (the cases)."""
+    package = REPO / "autograder"
+    elsewhere = {line.strip() for path in package.rglob("*.py") if path.name != "hidden.py"
+                 for line in path.read_text().splitlines()}
+    found = {}
+    for hidden in sorted(package.glob("exercises/*/hidden.py")):
+        lines = [line.strip() for line in hidden.read_text().splitlines()]
+        found[hidden.parent.name] = [line for line in lines if len(line) > 30 and line not in elsewhere
+                                     and not line.startswith(("#", '"""', "def ", "from ", "import "))]
+    return found
+
+
+def test_a_submission_in_the_sandbox_cannot_learn_any_hidden_case():
+    import json
+
+    sandbox.check_available()
+    fingerprints = _hidden_fingerprints()
+    assert len(fingerprints) >= 8 and all(fingerprints.values()), fingerprints  # every exercise has hidden cases
+    done = run_sandboxed(HIDDEN_HUNT)
+    assert done.returncode == 0, done.stderr
+    found = json.loads(done.stdout)
+    assert found["imported"] == []
+    assert not [name for name in found["names"] if name.endswith(("hidden.py", ".pyc")) or name.startswith("grading")]
+    assert sorted(found["names"]) == sorted(str(name) for name in parts.student_files(REPO / "autograder"))
+    assert "checks.py" in " ".join(found["names"])  # it did read the student's part
+    for exercise, lines in fingerprints.items():
+        assert not [line for line in lines if line in found["text"]], exercise
 
 
 def test_the_sandbox_caps_processes_and_memory():

@@ -2,7 +2,8 @@
 
 A sandboxed process has its own PID, IPC, network, UTS and user namespaces (it sees only its own
 processes and has no network), no capabilities, a read-only view of the system, the Python
-environment and the ``autograder`` package, a private ``/tmp``, and one writable folder: the
+environment and the student's part of the ``autograder`` package (:func:`student_view`: not the
+grader itself, not an exercise's hidden cases), a private ``/tmp``, and one writable folder: the
 student's scratch folder, which holds only that student's files.  The course (solutions,
 gradebook, ``nbgrader_config.py``, other submissions, logs) is not in its file system at all.
 It dies with its parent (``--die-with-parent``); everything it started dies with it, because its
@@ -48,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import autograder
-from autograder.grading import seccomp
+from autograder.grading import parts, seccomp
 
 PACKAGE_DIR = Path(autograder.__file__).resolve().parent
 SYSTEM_DIRS = ("/usr", "/etc")
@@ -71,6 +72,18 @@ LAUNCHER = ("import os, sys\n"
             "os.lseek(fd, 0, os.SEEK_SET)\n"
             "os.set_inheritable(fd, True)\n"
             "os.execv(sys.argv[2], [sys.argv[2], '--seccomp', str(fd)] + sys.argv[3:])\n")
+
+
+def student_view() -> list[str]:
+    """bwrap arguments that show the sandbox the student's part of the package and nothing else
+    (:mod:`autograder.grading.parts`): an empty read-only folder in the package's place, with
+    each student file bound into it.  The grader itself, every exercise's ``hidden.py`` and
+    compiled copies are not there at all."""
+    view = ["--tmpfs", str(PACKAGE_DIR)]
+    for relative in parts.student_files(PACKAGE_DIR):
+        path = PACKAGE_DIR / relative
+        view += ["--ro-bind", str(path), str(path)]
+    return view + ["--remount-ro", str(PACKAGE_DIR)]
 
 
 class SandboxUnavailable(RuntimeError):
@@ -108,8 +121,9 @@ class Sandbox:
         # --tmpfs /tmp before any bind that may live under /tmp (a venv, the scratch folder):
         # binds made before it would vanish.
         cmd += ["--tmpfs", "/tmp"]
-        for path in dict.fromkeys([venv, base, PACKAGE_DIR]):
+        for path in dict.fromkeys([venv, base]):
             cmd += ["--ro-bind", str(path), str(path)]
+        cmd += student_view()
         cmd += ["--proc", "/proc", "--dev", "/dev"]
         if self.gpu:
             for device in sorted(str(p) for p in Path("/dev").glob("nvidia[0-9]*")) + list(GPU_DEVICES):

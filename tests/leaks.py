@@ -1,4 +1,4 @@
-"""What must never reach students: solution code and hidden tests."""
+"""What must never reach students: solution code, hidden tests and the grader's hidden cases."""
 from __future__ import annotations
 
 import ast
@@ -45,15 +45,38 @@ def secret_lines(kinds=("SOLUTION", "HIDDEN TESTS")) -> set[str]:
     return secrets - public
 
 
+def hidden_cases_by_exercise() -> dict[str, list[str]]:
+    """Per ``autograder/exercises/*/hidden.py``: its distinctive code lines (the hidden cases).
+
+    A line that also stands in another module of the package (an import, a common call) is no
+    secret; nor are definitions, imports, comments and docstrings."""
+    package = REPO / "autograder"
+    elsewhere = {line.strip() for path in package.rglob("*.py") if path.name != "hidden.py"
+                 for line in path.read_text().splitlines()}
+    found = {}
+    for hidden in sorted(package.glob("exercises/*/hidden.py")):
+        lines = (line.strip() for line in hidden.read_text().splitlines())
+        found[hidden.parent.name] = sorted({line for line in lines if len(line) > 30 and line not in elsewhere
+                                            and not line.startswith(("#", '"""', "def ", "from ", "import "))})
+    return found
+
+
+def hidden_case_lines() -> set[str]:
+    return {line for lines in hidden_cases_by_exercise().values() for line in lines}
+
+
 def html_text(page: str) -> str:
     """The text a reader sees: tags removed (code is split into highlighting spans), entities decoded."""
     page = re.sub(r"<(style|script)\b.*?</\1>", "", page, flags=re.S | re.I)
     return html.unescape(re.sub(r"<[^>]+>", "", page))
 
 
-def leaked(text: str, kinds=("SOLUTION", "HIDDEN TESTS")) -> list[str]:
+def leaked(text: str, kinds=("SOLUTION", "HIDDEN TESTS", "HIDDEN CASES")) -> list[str]:
+    """The markers, secret lines and (with "HIDDEN CASES") hidden-case lines found in ``text``."""
     markers = [m for m in MARKERS if any(kind in m for kind in kinds)]
-    return [m for m in markers if m in text] + sorted(line for line in secret_lines(kinds) if line in text)
+    cases = hidden_case_lines() if "HIDDEN CASES" in kinds else set()
+    return ([m for m in markers if m in text] + sorted(line for line in secret_lines(kinds) if line in text)
+            + sorted(line for line in cases if line in text))
 
 
 # ------------------------------------------------------------------ graded questions

@@ -4,12 +4,14 @@ from __future__ import annotations
 import nbformat
 
 from course import ASSIGNMENTS, REPO
-from leaks import leaked, secret_lines
+from leaks import hidden_cases_by_exercise, leaked, secret_lines
 
 
 def test_there_are_secrets_to_look_for():
     # Guards the test below: an empty set would make it pass whatever exercises/ holds.
     assert len(secret_lines()) >= 20
+    hidden = hidden_cases_by_exercise()
+    assert len(hidden) == len(ASSIGNMENTS) and all(hidden.values()), hidden
 
 
 def test_released_exercises_hold_no_solution_or_hidden_test():

@@ -20,6 +20,7 @@ from autograder.grading.scan import scan_source
 from autograder.grading.testcell import free_names
 from autograder.sandbox.agent import Agent
 from autograder.core.side import LocalSide, StudentCodeFailed
+import leaks
 from course import REPO, submission_files
 
 
@@ -209,24 +210,11 @@ print(json.dumps({"names": names, "text": "\n".join(texts), "imported": imported
 """
 
 
-def _hidden_fingerprints() -> dict[str, list[str]]:
-    """Per hidden.py of the grader's package: its code lines that only it has (the cases)."""
-    package = REPO / "autograder"
-    elsewhere = {line.strip() for path in package.rglob("*.py") if path.name != "hidden.py"
-                 for line in path.read_text().splitlines()}
-    found = {}
-    for hidden in sorted(package.glob("exercises/*/hidden.py")):
-        lines = [line.strip() for line in hidden.read_text().splitlines()]
-        found[hidden.parent.name] = [line for line in lines if len(line) > 30 and line not in elsewhere
-                                     and not line.startswith(("#", '"""', "def ", "from ", "import "))]
-    return found
-
-
 def test_a_submission_in_the_sandbox_cannot_learn_any_hidden_case():
     import json
 
     sandbox.check_available()
-    fingerprints = _hidden_fingerprints()
+    fingerprints = leaks.hidden_cases_by_exercise()
     assert len(fingerprints) >= 8 and all(fingerprints.values()), fingerprints  # every exercise has hidden cases
     done = run_sandboxed(HIDDEN_HUNT)
     assert done.returncode == 0, done.stderr

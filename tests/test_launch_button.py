@@ -6,6 +6,7 @@ The link and hiding logic is tested as a unit; the built pages are checked too w
 build of the book is already there (nothing is built here)."""
 from __future__ import annotations
 
+import logging
 import os
 import re
 from pathlib import Path
@@ -170,3 +171,22 @@ def test_built_pages_show_the_launch_menu_only_when_it_leads_somewhere():
             assert menus == 0 and links == [] and "mybinder" not in text, page
         elif exercise_notebook(REPO, page):
             assert menus == 1 and len(links) == 1 and exercise_notebook(REPO, page) in links[0], page
+
+
+def test_the_book_as_configured_today_shows_no_launch_button():
+    """_config.yml still holds the placeholder hub and no student repository."""
+    hub = CONFIG["launch_buttons"].get("jupyterhub_url", "")
+    student = CONFIG["sphinx"]["config"].get("student_repository_url", "")
+    assert is_placeholder(hub) or is_placeholder(student)
+    context = theme_context("book/03_layer_norm")
+    relaunch(fake_app(hub, student), "book/03_layer_norm", "page.html", context, None)
+    assert LAUNCH_GROUP not in [b["label"] for b in context["header_buttons"]]
+
+
+def test_a_provider_that_would_open_the_instructor_repository_warns(caplog):
+    from launch_exercise import _warn_other_providers
+    with caplog.at_level(logging.WARNING):
+        _warn_other_providers(fake_app(HUB, STUDENT, binderhub_url="https://mybinder.org"))
+        _warn_other_providers(fake_app(HUB, STUDENT, binderhub_url="", colab_url=""))
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and "launch_buttons.binderhub_url" in warnings[0], warnings

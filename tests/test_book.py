@@ -189,7 +189,7 @@ def test_a_stamp_is_current_only_for_the_same_sources_and_no_warning(tmp_path):
     (repo / "book" / "01.md").write_text("# One\n")
     (html / STAMP).write_text(json.dumps({"fingerprint": fingerprint(repo), "warnings": 0}))
     assert current_build(html, repo)
-    (repo / "book" / "instructor" / "guide.md").write_text("not part of the student book")
+    (repo / "book" / "instructor" / "checklist.md").write_text("not part of the student book")
     assert current_build(html, repo)
     (repo / "book" / "01.md").write_text("# One, edited\n")
     assert not current_build(html, repo)

@@ -153,20 +153,25 @@ def test_no_page_shows_a_path_of_the_build_machine(built_book):
 
 
 def test_the_instructor_guide_builds_as_its_own_site(tmp_path):
-    """`jupyter-book build book/instructor` (as the README says) builds the guide with warnings as
-    errors, loading nothing from other hosts."""
+    """`jupyter-book build book/instructor` (as the README says) builds the guide's pages with
+    warnings as errors, loading nothing from other hosts; the semester checklist links every step."""
     done = subprocess.run(
         [str(Path(sys.executable).parent / "jupyter-book"), "build", "--warningiserror", "--keep-going",
          "--path-output", str(tmp_path), str(REPO / "book" / "instructor")],
         capture_output=True, text=True, timeout=600, env=tool_env(),
     )
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
-    guide = tmp_path / "_build" / "html" / "guide.html"
-    text = html_text(guide.read_text())
-    assert "Grading a class" in text and "solutions/" in text
-    parser = _Resources()
-    parser.feed(guide.read_text())
-    assert [url for _, url in parser.found if _external(url)] == []
+    html = tmp_path / "_build" / "html"
+    toc = yaml.safe_load((REPO / "book" / "instructor" / "_toc.yml").read_text())
+    pages = [toc["root"], *(entry["file"] for entry in toc["chapters"])]
+    text = {name: html_text((html / f"{name}.html").read_text()) for name in pages}
+    assert "Grading a class" in text["grading"] and "solutions/" in text["releasing"]
+    linked = set(re.findall(r'<a [^>]*href="([\w.-]+\.html)', (html / "checklist.html").read_text()))
+    assert {f"{name}.html" for name in pages[1:]} <= linked, "a page is not reachable from the checklist"
+    for name in pages:
+        parser = _Resources()
+        parser.feed((html / f"{name}.html").read_text())
+        assert [url for _, url in parser.found if _external(url)] == [], name
 
 
 def test_a_finished_build_is_stamped_with_its_sources(built_book):
@@ -184,7 +189,7 @@ def test_a_stamp_is_current_only_for_the_same_sources_and_no_warning(tmp_path):
     (repo / "book" / "01.md").write_text("# One\n")
     (html / STAMP).write_text(json.dumps({"fingerprint": fingerprint(repo), "warnings": 0}))
     assert current_build(html, repo)
-    (repo / "book" / "instructor" / "guide.md").write_text("not part of the student book")
+    (repo / "book" / "instructor" / "checklist.md").write_text("not part of the student book")
     assert current_build(html, repo)
     (repo / "book" / "01.md").write_text("# One, edited\n")
     assert not current_build(html, repo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises.ex02b_batch_norm_backward import checks as checks
+from autograder.exercises.ex02b_batch_norm_backward import checks
 from catalogue import Catalogue, no_points
 
 ASSIGNMENT = "02b_batch_norm_backward"

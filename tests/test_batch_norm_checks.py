@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises.ex02_batch_norm import checks as checks
+from autograder.exercises.ex02_batch_norm import checks
 from catalogue import Catalogue
 from course import submission_files
 

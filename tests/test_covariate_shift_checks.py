@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises.ex01_covariate_shift import checks as checks
+from autograder.exercises.ex01_covariate_shift import checks
 from catalogue import Catalogue, no_points, tampering
 
 ASSIGNMENT = "01_covariate_shift"

@@ -5,7 +5,7 @@ import pytest
 import torch
 
 from autograder import CheckFailed, available_devices, default_device
-from autograder.exercises.ex02_batch_norm import checks as checks
+from autograder.exercises.ex02_batch_norm import checks
 from course import load_namespace, solution_code
 
 pytestmark = pytest.mark.cuda

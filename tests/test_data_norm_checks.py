@@ -13,7 +13,7 @@ import torch
 from sklearn.preprocessing import StandardScaler
 
 from autograder import CheckFailed
-from autograder.exercises.ex05_data_vs_layer_norm import checks as checks
+from autograder.exercises.ex05_data_vs_layer_norm import checks
 from autograder.core.numerics import FLOAT64_RTOL
 from catalogue import Catalogue, no_points, tampering
 

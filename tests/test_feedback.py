@@ -48,7 +48,7 @@ def test_two_values_get_the_digits_that_tell_them_apart():
 
 
 def test_a_checks_message_shows_the_two_values_differing():
-    from autograder.exercises.ex02_batch_norm import checks as checks
+    from autograder.exercises.ex02_batch_norm import checks
 
     def batch_mean_var(x):  # off by 3e-8 of the variance: beyond float64's tolerance, within 6 digits
         dims = [0] + list(range(2, x.dim()))

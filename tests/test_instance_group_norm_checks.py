@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises.ex04_instance_group_norm import checks as checks
+from autograder.exercises.ex04_instance_group_norm import checks
 from catalogue import Catalogue, no_points
 
 ASSIGNMENT = "04_instance_group_norm"

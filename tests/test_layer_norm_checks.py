@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from autograder.exercises.ex03_layer_norm import checks as checks
+from autograder.exercises.ex03_layer_norm import checks
 from autograder.exercises.ex03_layer_norm import siglip_reference
 from catalogue import Catalogue, no_points, tampering
 from course import load_namespace, run_parts

@@ -8,7 +8,7 @@ import multiprocessing
 
 import pytest
 
-from autograder.exercises.ex07_practice_lab import checks as checks
+from autograder.exercises.ex07_practice_lab import checks
 from catalogue import Catalogue, no_points
 from course import load_namespace
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autograder.exercises.ex06_training_dynamics import checks as checks
+from autograder.exercises.ex06_training_dynamics import checks
 from catalogue import Catalogue, no_points
 from course import load_namespace, solution_code, source_notebook
 

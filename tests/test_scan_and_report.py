@@ -136,6 +136,11 @@ def test_the_course_s_own_idioms_are_left_alone(source):
     "from torch.nn.modules.batchnorm import _BatchNorm\ny = _BatchNorm.forward(self, x)",
     "from torch.nn.modules.batchnorm import F\ny = F.batch_norm(x, None, None)",
     "from autograder.exercises.ex07_practice_lab.checks import _reference_replicas",
+    # the packages a given cell imports from may be imported, not what else they hold
+    "from autograder.core import engine",
+    "import autograder.core\nautograder.core.numerics.close = lambda *a: True",
+    "from autograder.exercises.ex02_batch_norm import hidden",
+    "from autograder.exercises import ex02_batch_norm\nex02_batch_norm.checks.hint = None",
 ])
 def test_the_same_names_used_otherwise_are_still_flagged(source):
     assert whats(source) != []

@@ -22,10 +22,13 @@ from __future__ import annotations
 import ast
 import json
 import re
+from pathlib import Path
 import warnings
 from dataclasses import dataclass
 
 import nbformat
+
+import autograder
 
 MAX_CELL_CHARS = 100_000  # far above any answer of the course; a longer cell is worth a look itself
 MAX_LINE_CHARS = 10_000
@@ -134,18 +137,23 @@ INDEX = _index(ROUTES)
 
 # Names the course's locked cells bind, which student cells use without binding them again.
 GIVEN_NAMES = {"nn": ("torch", "nn"), "dist": ("torch", "distributed"),
-               "checks": ("autograder", "checks"), "questions": ("autograder", "questions")}
+               "checks": ("autograder", "checks"), "questions": ("autograder", "core", "questions")}
 # What of the grader a student may use, as the course's given cells do: the package's public
-# names, the chapter's module and its check functions (``checks.check_...(...)``).
-CHECK_MODULES = {("autograder", m) for m in ("checks", "questions", "covariate_shift", "batch_norm", "backward",
-                                             "layer_norm", "instance_group_norm", "data_norm", "training_dynamics",
-                                             "practice_lab")}
+# names, each exercise's checks module and its check functions (``checks.check_...(...)``), the
+# questions.  ("autograder", "checks") stands for the chapter's module the given cells bind.
+EXERCISE_FOLDERS = sorted(path.name for path in (Path(autograder.__file__).parent / "exercises").iterdir()
+                          if path.is_dir() and path.name.startswith("ex"))
+CHECK_MODULES = ({("autograder", "exercises", folder, "checks") for folder in EXERCISE_FOLDERS}
+                 | {("autograder", "checks"), ("autograder", "core", "questions")})
+SIGLIP_REFERENCE = ("autograder", "exercises", "ex03_layer_norm", "siglip_reference")
 PUBLIC_NAMES = {("autograder", "CheckFailed"), ("autograder", "available_devices"), ("autograder", "default_device"),
-                ("autograder", "siglip_reference", "SiglipVisionConfig")}
+                (*SIGLIP_REFERENCE, "SiglipVisionConfig")}
 # Names of a chapter's module that a given cell uses besides its checks (exercise 06's sweep cell,
 # which a student may restyle): ``checks.ghost_sweep(GhostBatchNorm)``.
 CHAPTER_NAMES = {"ghost_sweep", "sweep_table", "SWEEP_SCALES", "SWEEP_VIRTUAL_BATCH_SIZES"}
-IMPORTABLE = {("autograder",), ("autograder", "siglip_reference")} | CHECK_MODULES | PUBLIC_NAMES
+PACKAGES = ({("autograder",), ("autograder", "core"), ("autograder", "exercises")}
+            | {("autograder", "exercises", folder) for folder in EXERCISE_FOLDERS})  # ``from <package> import checks``
+IMPORTABLE = PACKAGES | {SIGLIP_REFERENCE} | CHECK_MODULES | PUBLIC_NAMES
 # Where the classes are that torch's own idiom tests for: isinstance(m, nn.modules.batchnorm._BatchNorm).
 NORM_MODULES = {(*nn, "modules", module) for nn in (("nn",), ("torch", "nn"))
                 for module in ("batchnorm", "instancenorm", "normalization")}
@@ -362,11 +370,12 @@ def _grader_used(parts: tuple[str, ...], kind: str) -> bool:
     """A name of the grader's (``autograder....``) used otherwise than the given cells use it."""
     if kind == "import" and parts in IMPORTABLE:
         return False
-    if kind == "import" and len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_"):
+    of_checks = len(parts) >= 3 and parts[:-1] in CHECK_MODULES
+    if kind == "import" and of_checks and parts[-1].startswith("check_"):
         return False  # from autograder.exercises.ex02_batch_norm.checks import check_training_forward
-    if parts in PUBLIC_NAMES or (len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2] in CHAPTER_NAMES):
+    if parts in PUBLIC_NAMES or (of_checks and parts[-1] in CHAPTER_NAMES):
         return kind == "store"
-    checking = len(parts) == 3 and parts[:2] in CHECK_MODULES and parts[2].startswith("check_")
+    checking = of_checks and parts[-1].startswith("check_")
     return not (checking and kind == "call")
 
 

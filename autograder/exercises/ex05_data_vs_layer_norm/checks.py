@@ -1,8 +1,9 @@
 """Checks for the exercise ``05_data_vs_layer_norm``: ``Standardizer`` and ``as_batch_norm``.
 
-Each public function is one graded part; ``full=False`` runs the quick subset a visible test
-cell uses (on the notebook's device), ``full=True`` the whole matrix the hidden tests use (on
-every available device).
+Each public function is one graded part; ``full=False`` runs the visible cases a visible test
+cell uses (on the notebook's device), ``full=True`` adds the hidden cases of
+:mod:`autograder.exercises.ex05_data_vs_layer_norm.hidden`, which only the grader holds (and runs
+them on every available device).
 
 The reference is scikit-learn's ``StandardScaler`` computed with torch in float64
 (:mod:`autograder.exercises.ex05_data_vs_layer_norm.reference`); the likely misconception a failure names comes from
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from autograder.core import integrity
+from autograder.core import hidden_cases, integrity
 from autograder.exercises.ex05_data_vs_layer_norm.hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, inverse_hint, shape_hint, statistic_hint, transform_hint
 from autograder.core.devices import devices_for
 from autograder.core.inputs import channel_input
@@ -243,22 +244,13 @@ def _report(what: str, gap: Discrepancy, expected: str, advice: str | None) -> s
 
 
 def _fit_data(full: bool) -> list[Data]:
-    configs = [
+    visible = [
         Data((12, 5), F64, mean=2.0, std=1e-2, seed=1),
         Data((12, 5), F32, mean=-3.0, std=2.0, seed=2),
         Data((3, 4), F64, seed=3, note="N = 3"),
         Data((64, 4), F32, mean=1e3, seed=6),
     ]
-    if full:
-        configs += [
-            Data((2, 3), F64, seed=4, note="N = 2"),
-            Data((2, 3), F32, mean=1.0, seed=5, note="N = 2"),
-            Data((200, 6), F64, mean=-5.0, std=3.0, seed=7),
-            Data((9, 1), F64, mean=0.5, seed=8, note="one feature"),
-            Data((7, 3), F32, std=1e-3, seed=9),
-            Data((5, 4), F64, mean=1e3, std=1e-3, seed=10),
-        ]
-    return configs
+    return visible + (hidden_cases.of(__package__).fit_data() if full else [])
 
 
 def _statistic_gap(value: torch.Tensor, same: torch.Tensor, exact: torch.Tensor) -> Discrepancy | None:
@@ -335,19 +327,12 @@ def check_fit(Standardizer, full: bool = False) -> None:
 # --- Part 2: transform, inverse_transform, fit_transform, constant features ---------------------
 
 def _transform_data(full: bool) -> list[Data]:
-    configs = [
+    visible = [
         Data((10, 4), F64, mean=1.0, std=0.5, seed=11),
         Data((7, 5), F64, seed=12, constant=((1, 0.0), (3, 0.1)), note="features 1 and 3 constant, 0 and 0.1"),
         Data((10, 4), F32, mean=3.0, std=2.0, seed=13),
     ]
-    if full:
-        configs += [
-            Data((64, 4), F32, mean=1e3, seed=14),
-            Data((2, 3), F64, seed=15, new_n=1, note="N = 2, then a single new sample"),
-            Data((13, 6), F32, seed=16, constant=((0, 0.0), (2, 0.1), (5, 1000.1)), note="features 0, 2, 5 constant"),
-            Data((5, 3), F64, std=1e-3, seed=17, constant=((2, -4.2),), note="feature 2 constant"),
-        ]
-    return configs
+    return visible + (hidden_cases.of(__package__).transform_data() if full else [])
 
 
 def _check_output(value: dict, like: torch.Tensor, what: str) -> torch.Tensor:
@@ -482,19 +467,11 @@ def _check_fit_transform(Standardizer: Student, x: torch.Tensor, kept: dict[str,
 # --- Part 3: images, one statistic per channel ---------------------------------------------------
 
 def _image_data(full: bool) -> list[Data]:
-    configs = [
+    visible = [
         Data((4, 3, 5, 6), F64, mean=1.0, std=2.0, seed=21, note="H ≠ W ≠ C"),
         Data((4, 3, 5, 6), F32, seed=22),
     ]
-    if full:
-        configs += [
-            Data((2, 3, 4, 3), F64, seed=23, note="W = C"),
-            Data((1, 2, 3, 4), F64, seed=24, note="N = 1"),
-            Data((6, 1, 8, 8), F32, mean=0.3, seed=25, note="one channel"),
-            Data((3, 4, 5, 5), F32, mean=1e3, seed=26),
-            Data((2, 3, 2, 2), F64, std=1e-3, seed=27),
-        ]
-    return configs
+    return visible + (hidden_cases.of(__package__).image_data() if full else [])
 
 
 def _as_features(x: torch.Tensor) -> torch.Tensor:
@@ -593,19 +570,11 @@ def check_images(Standardizer, full: bool = False) -> None:
 # --- Part 4: the standardizer as a frozen BatchNorm ------------------------------------------------
 
 def _batch_norm_data(full: bool) -> list[Data]:
-    configs = [
+    visible = [
         Data((10, 4), F64, mean=1.0, std=1e-2, seed=31, constant=((2, 0.0),), note="feature 2 constant"),
         Data((3, 3, 4, 5), F32, mean=2.0, std=0.05, seed=32),
     ]
-    if full:
-        configs += [
-            Data((64, 5), F32, mean=1e3, seed=33),
-            Data((2, 3), F64, seed=34, new_n=1, note="N = 2, then a single new sample"),
-            Data((2, 2, 3, 4), F64, std=1e-3, seed=35, constant=((1, 0.5),), note="channel 1 constant"),
-            Data((5, 1, 4, 4), F32, seed=36, note="one channel"),
-            Data((4, 3, 2, 2), F32, std=1e-3, seed=37),
-        ]
-    return configs
+    return visible + (hidden_cases.of(__package__).batch_norm_data() if full else [])
 
 
 def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:

@@ -9,6 +9,11 @@ diagnostics, and ``fold_batch_norm``.
 * ``fold_batch_norm(conv, bn)`` against ``torch.nn.utils.fusion.fuse_conv_bn_eval`` and against
   conv → BN itself; it runs in the student's process on modules built there
   (:mod:`autograder.exercises.ex06_training_dynamics.observe_fold`).
+
+Each public function is one graded part; ``full=False`` runs the visible cases a visible test
+cell uses (on the notebook's device), ``full=True`` adds the hidden cases of
+:mod:`autograder.exercises.ex06_training_dynamics.hidden`, which only the grader holds (and runs
+them on every available device).
 """
 from __future__ import annotations
 
@@ -19,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from autograder.core import batch_norm_hints, engine, forbidden, integrity
+from autograder.core import batch_norm_hints, engine, forbidden, hidden_cases, integrity
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
 from autograder.core.inputs import channel_input, channel_state, random_tensor
@@ -77,17 +82,7 @@ def _ghost_cases(full: bool) -> list[Case]:
             _ghost_case((12, 3, 4, 4), 4, seed=2, **d),
             _ghost_case((10, 3), 4, note="the last virtual batch holds 2", seed=3, **d),
         ]
-        if full:
-            cases += [
-                _ghost_case((6, 2, 5), 3, seed=4, **d),
-                _ghost_case((8, 3), 4, {"momentum": None}, modes=("train", "train", "train", "eval"), seed=5, **d),
-                _ghost_case((8, 3, 2, 2), 2, {"affine": False}, seed=6, **d),
-                _ghost_case((8, 3), 4, {"track_running_stats": False}, seed=7, **d),
-                _ghost_case((6, 3), 8, note="one virtual batch: plain BatchNorm", seed=8, **d),
-                _ghost_case((12, 3), 5, note="virtual batches of 5, 5 and 2 (x.split, not x.chunk)", seed=11, **d),
-                _ghost_case((8, 3), 4, modes=("train-no-grad", "train", "eval"), seed=9, tracked_state=True, **d),
-                _ghost_case((16, 4), 4, {"eps": 1e-3}, dtype=F32, mean=100.0, note="float32, mean 100", seed=10, **d),
-            ]
+        cases += (hidden_cases.of(__package__).ghost_cases(device) if full else [])
     return cases
 
 
@@ -191,12 +186,9 @@ def _rate_hint(got, w, lr, exact) -> str | None:
 
 
 def _diagnostic_cases(full: bool) -> list[tuple[tuple, float, torch.dtype]]:
-    """(shape of w, lr, dtype): every dtype a weight has in training, half precision included."""
+    """(shape of w, lr, dtype): the visible cases, then (``full``) the hidden ones."""
     cases = [((4, 3), 0.1, F64), ((6, 3, 3, 3), 0.01, F32)]
-    if full:
-        cases += [((5, 8), 0.5, F32), ((2, 4, 1, 1), 1e-3, F64), ((8, 2, 5), 0.05, F32),
-                  ((6, 4), 0.1, torch.float16), ((3, 2, 3, 3), 0.01, torch.bfloat16)]
-    return cases
+    return cases + (hidden_cases.of(__package__).diagnostic_cases() if full else [])
 
 
 def _dtype_name(dtype) -> str:
@@ -276,16 +268,7 @@ def _fold_cases(full: bool) -> list[tuple[dict, dict, torch.dtype, str]]:
         ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1}, {"num_features": 4}, F64, ""),
         ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "bias": False}, {"num_features": 4}, F64, "no conv bias"),
     ]
-    if full:
-        cases += [
-            ({"in_channels": 4, "out_channels": 6, "kernel_size": 3, "groups": 2, "stride": 2}, {"num_features": 6}, F64, "groups=2, stride 2"),
-            ({"in_channels": 3, "out_channels": 5, "kernel_size": 1}, {"num_features": 5, "affine": False}, F64, "BN without affine"),
-            ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1}, {"num_features": 4, "eps": 1e-3}, F32, "float32, eps 1e-3"),
-            ({"in_channels": 4, "out_channels": 4, "kernel_size": 3, "groups": 4, "bias": False}, {"num_features": 4}, F32, "depthwise, float32"),
-            ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 2, "dilation": 2, "padding_mode": "reflect"},
-             {"num_features": 4}, F64, "dilation 2, reflect padding"),
-        ]
-    return cases
+    return cases + (hidden_cases.of(__package__).fold_cases() if full else [])
 
 
 def _module_states(conv_kwargs, bn_kwargs, seed):

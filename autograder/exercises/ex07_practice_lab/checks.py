@@ -13,6 +13,11 @@
   computes (:mod:`autograder.exercises.ex07_practice_lab.observe_recalibrate`).
 * ``Float32StatsLayerNorm``: a LayerNorm for float16/bfloat16 inputs whose statistics neither
   overflow nor lose their precision, against torch's LayerNorm in the same dtype.
+
+Each public function is one graded part; ``full=False`` runs the visible cases a visible test
+cell uses (on the notebook's device), ``full=True`` adds the hidden cases of
+:mod:`autograder.exercises.ex07_practice_lab.hidden`, which only the grader holds (and runs
+them on every available device).
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim import swa_utils
 
-from autograder.core import batch_norm_hints, engine, forbidden, structure
+from autograder.core import batch_norm_hints, engine, forbidden, hidden_cases, structure
 from autograder.exercises.ex03_layer_norm import checks as layer_norm
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, GRAD_INPUT, OUTPUT, Case, Finding, Step
@@ -116,7 +121,7 @@ def _reference_replicas(case: _ReplicaCase, dtype) -> list[list[dict]]:
                 with torch.enable_grad() if g is not None else torch.no_grad():
                     y = bn(xg)
                 grad_x = None if gg is None else torch.autograd.grad((y * gg).sum(), xg, retain_graph=True)[0]
-                full = dict(zip(("weight", "bias"), torch.autograd.grad((y * gg).sum(), params, retain_graph=True))) \
+                global_grads = dict(zip(("weight", "bias"), torch.autograd.grad((y * gg).sum(), params, retain_graph=True))) \
                     if gg is not None and params else None
                 buffers = {n: (None if getattr(bn, n) is None else getattr(bn, n).detach().clone())
                            for n in ("running_mean", "running_var", "num_batches_tracked")}
@@ -128,7 +133,7 @@ def _reference_replicas(case: _ReplicaCase, dtype) -> list[list[dict]]:
                     if gg is not None and params:
                         grads = dict(zip(("weight", "bias"), torch.autograd.grad((y[rows] * gg[rows]).sum(), params, retain_graph=True)))
                     steps[i][rank] = {"output": y[rows].detach(), "grad_input": None if grad_x is None else grad_x[rows],
-                                      "grad_params": grads, "buffers": buffers, "global_grads": full}
+                                      "grad_params": grads, "buffers": buffers, "global_grads": global_grads}
     return steps
 
 
@@ -167,8 +172,8 @@ def _sync_hint(case: _ReplicaCase, step: int, rank: int, name: str, got: torch.T
                     "data parallelism. A synchronized BatchNorm all-reduces the per-channel sum, sum of squares and "
                     "count over the process group first, so every process normalizes with the whole batch's mean "
                     "and variance.")
-        full_x = case.steps[step][1]
-        shards = [full_x[case.rows(r)] for r in group]
+        whole = case.steps[step][1]
+        shards = [whole[case.rows(r)] for r in group]
         stats = [torch.var_mean(s, dim=_dims(s), correction=0) for s in shards]
         counts = torch.tensor([s.numel() / s.shape[1] for s in shards], dtype=F64)[:, None]
         variances, means = torch.stack([v for v, _ in stats]), torch.stack([m for _, m in stats])
@@ -266,32 +271,21 @@ def _judge_replicas(case: _ReplicaCase, reports: list) -> None:
 
 def _replica_cases(full: bool) -> list[_ReplicaCase]:
     cases = [_ReplicaCase([2, 3], seed=1), _ReplicaCase([3, 3], dtype=F32, mean=5.0, seed=2, note="float32, mean 5")]
-    if full:
-        cases += [
-            _ReplicaCase([1, 4], seed=3, note="one process holds a single sample"),
-            _ReplicaCase([2, 3, 1], channels=2, spatial=(3, 5), seed=4, note="three processes, uneven"),
-            _ReplicaCase([2, 2], kwargs={"momentum": None}, modes=("train", "train", "train", "eval"), seed=5),
-            _ReplicaCase([3, 2], kwargs={"affine": False, "eps": 1e-3}, seed=6),
-            _ReplicaCase([2, 4], kwargs={"track_running_stats": False}, seed=7),
-            _ReplicaCase([2, 3], modes=("train-no-grad", "train", "eval"), seed=8, note="first step under no_grad"),
-            _ReplicaCase([4, 4], kwargs={"momentum": 0.3}, dtype=F32, mean=50.0, seed=9, note="float32, mean 50"),
-            _ReplicaCase([2, 3, 2, 1], groups=[[0, 1], [2, 3]], seed=10),
-            _ReplicaCase([2, 3], kwargs={"momentum": 0.0}, seed=11, note="momentum 0: the running statistics stay"),
-        ]
-    return cases
+    return cases + (hidden_cases.of(__package__).replica_cases() if full else [])
+
+
+def _single_process_case(shape, kwargs=None, seed=0, modes=("train", "train", "eval"), **d) -> Case:
+    """The layer without a process group, against a BatchNorm2d."""
+    steps = [Step(m, channel_input(shape, seed=seed * 10 + i)) for i, m in enumerate(modes)]
+    return Case(SYNC, (shape[1],), dict(kwargs or {}), steps, state=channel_state(shape[1], seed),
+                note="torch.distributed not initialized", reference="torch.nn.BatchNorm2d", **d)
 
 
 def _single_process_cases(full: bool) -> list[Case]:
-    def case(shape, kwargs=None, seed=0, modes=("train", "train", "eval"), **d):
-        steps = [Step(m, channel_input(shape, seed=seed * 10 + i)) for i, m in enumerate(modes)]
-        return Case(SYNC, (shape[1],), dict(kwargs or {}), steps, state=channel_state(shape[1], seed),
-                    note="torch.distributed not initialized", reference="torch.nn.BatchNorm2d", **d)
-
     cases = []
     for device in devices_for(full):
-        cases.append(case((4, 3, 2, 2), seed=20, device=device))
-        if full:
-            cases.append(case((3, 2, 3, 3), {"momentum": None}, seed=21, device=device))
+        cases.append(_single_process_case((4, 3, 2, 2), seed=20, device=device))
+        cases += (hidden_cases.of(__package__).single_process_cases(device) if full else [])
     return cases
 
 
@@ -306,7 +300,7 @@ def check_sync_batch_norm(SyncBatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     cls = forbidden.own_classes((SyncBatchNorm2d, SYNC))[0]
     attributes = ("num_features", "eps", "momentum", "affine", "track_running_stats")
-    for kwargs in ({}, {"affine": False}, {"track_running_stats": False}) if full else ({},):
+    for kwargs in [{}] + (hidden_cases.of(__package__).sync_structure_kwargs() if full else []):
         structure.compare_structure(cls, nn.BatchNorm2d, (3,), kwargs, CPU, F32, SYNC, attributes)
     for case in _single_process_cases(full):
         engine.compare_case(cls, nn.BatchNorm2d, case, ALL_ASPECTS, batch_norm_hints.hint, SYNC)
@@ -373,17 +367,7 @@ def _masked_cases(full: bool) -> list[Case]:
         d = dict(device=device)
         cases += [_masked_case([5, 2, 4], seed=1, **d),
                   _masked_case([3, 1], dtype=F32, seed=2, pad_value=100.0, note="padding filled with 100", **d)]
-        if full:
-            cases += [
-                _masked_case([6, 6, 6], seed=3, note="no padding: plain BatchNorm1d", **d),
-                _masked_case([1, 5], kwargs={"momentum": None}, modes=("train", "train", "train", "eval"), seed=4, **d),
-                _masked_case([4, 2], kwargs={"affine": False, "eps": 1e-3}, seed=5, pad_value=0.0, **d),
-                _masked_case([3, 2], kwargs={"track_running_stats": False}, seed=6, **d),
-                _masked_case([2, 3, 1, 4], channels=5, modes=("train-no-grad", "train", "eval"), seed=7, **d),
-                _masked_case([3, 5], dtype=F32, mean=40.0, seed=8, note="float32, mean 40", **d),
-                _masked_case([4, 1, 3], seed=9, left=True, pad_value=-7.0, note="padded on the left", **d),
-                _masked_case([3, 4], kwargs={"momentum": 0.0}, seed=10, note="momentum 0: the running statistics stay", **d),
-            ]
+        cases += (hidden_cases.of(__package__).masked_cases(device) if full else [])
     return cases
 
 
@@ -475,21 +459,20 @@ FROZEN_BUFFERS = ("A frozen BatchNorm learns nothing: register weight, bias, run
                   "(register_buffer), none as nn.Parameter.")
 
 
-def _frozen_cases(full: bool) -> list[Case]:
-    def case(shape, kwargs=None, seed=0, modes=("train", "eval", "train"), **d):
-        state = channel_state(shape[1], seed, tracked=True)
-        steps = [Step(m.split("-")[0], channel_input(shape, seed=seed * 10 + i, mean=2.0), m.endswith("no-grad"))
-                 for i, m in enumerate(modes)]
-        return Case(FROZEN, (shape[1],), dict(kwargs or {}), steps, state=state,
-                    note="its buffers loaded from a trained BatchNorm2d", reference="BatchNorm2d in eval mode", **d)
+def _frozen_case(shape, kwargs=None, seed=0, modes=("train", "eval", "train"), **d) -> Case:
+    """The layer with the buffers of a trained BatchNorm2d, against that BatchNorm2d in eval mode."""
+    state = channel_state(shape[1], seed, tracked=True)
+    steps = [Step(m.split("-")[0], channel_input(shape, seed=seed * 10 + i, mean=2.0), m.endswith("no-grad"))
+             for i, m in enumerate(modes)]
+    return Case(FROZEN, (shape[1],), dict(kwargs or {}), steps, state=state,
+                note="its buffers loaded from a trained BatchNorm2d", reference="BatchNorm2d in eval mode", **d)
 
+
+def _frozen_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
-        cases.append(case((4, 3, 3, 3), seed=1, device=device))
-        if full:
-            cases += [case((2, 5, 2, 4), {"eps": 1e-3}, seed=2, device=device),
-                      case((1, 3, 4, 4), seed=3, modes=("train-no-grad", "train"), device=device),
-                      case((6, 4, 2, 2), seed=4, dtype=F32, device=device)]
+        cases.append(_frozen_case((4, 3, 3, 3), seed=1, device=device))
+        cases += (hidden_cases.of(__package__).frozen_cases(device) if full else [])
     return cases
 
 
@@ -546,7 +529,7 @@ def check_frozen_batch_norm(FrozenBatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     cls = forbidden.own_classes((FrozenBatchNorm2d, FROZEN))[0]
     for device in devices_for(full):
-        for kwargs in ({}, {"eps": 1e-3}) if full else ({},):
+        for kwargs in [{}] + (hidden_cases.of(__package__).frozen_structure_kwargs() if full else []):
             structure.compare_structure(cls, FrozenReference, (3,), kwargs, device, F32, FROZEN, ("eps",),
                                         FROZEN_BUFFERS, FROZEN_BUFFERS)
         _check_loads_batch_norm(cls, device)
@@ -581,16 +564,7 @@ def _recalibration_setting(seed: int, momenta=(0.1, None, 0.3), training=True, s
 def _recalibration_cases(full: bool) -> list[tuple[str, int, dict]]:
     cases = [("a model in training mode, a loader of input batches", 1, {}),
              ("a model in eval mode, a loader of (input, target) pairs", 2, {"training": False, "pairs": True})]
-    if full:
-        cases += [("batches of 8, 5 and 3 samples, a loader of [input, target] lists", 3, {"sizes": (8, 5, 3), "pairs": "list"}),
-                  ("every BatchNorm with momentum 0.1", 4, {"momenta": (0.1, 0.1, 0.1)}),
-                  ("one batch", 5, {"sizes": (6,)}),
-                  ("batches of 8 and 2 samples", 7, {"sizes": (8, 2)}),
-                  ("a model in eval mode, momenta None, 0.5, 0.01", 6, {"training": False, "momenta": (None, 0.5, 0.01)}),
-                  ("a model in training mode whose second BatchNorm2d was put in eval mode (bn.eval())", 8,
-                   {"eval_modules": (4,)}),
-                  ("a model with a SyncBatchNorm, a BatchNorm3d and a BatchNorm1d", 9, {"kinds": ("sync", "3d", "1d")})]
-    return cases
+    return cases + (hidden_cases.of(__package__).recalibration_cases() if full else [])
 
 
 def _batch_norm_layers(spec: dict) -> dict[str, str]:
@@ -784,16 +758,7 @@ def _half_cases(full: bool) -> list[Case]:
             _half_case((4, 6, 64), 64, std=300.0, seed=1, note="std 300: (x − μ)² overflows float16 (max 65504)", **d),
             _half_case((3, 5, 32), 32, dtype=BF16, mean=1000.0, seed=2, note="mean 1000", **d),
         ]
-        if full:
-            cases += [
-                _half_case((2, 8, 128), 128, mean=200.0, std=400.0, seed=3, note="mean 200, std 400", **d),
-                _half_case((4, 16), 16, {"eps": 1e-8}, std=1e-3, seed=4, note="eps 1e-8 (0 in float16), std 1e-3", **d),
-                _half_case((2, 3, 4, 8), (4, 8), dtype=BF16, mean=-3000.0, std=20.0, seed=5, note="mean −3000", **d),
-                _half_case((3, 2, 24), 24, {"bias": False}, mean=30.0, std=400.0, seed=6, **d),
-                _half_case((2, 4, 16), 16, {"elementwise_affine": False}, std=500.0, seed=7, **d),
-                _half_case((2, 5, 16), 16, dtype=F32, mean=1e3, seed=8, note="mean 1e3", **d),
-                _half_case((2, 5, 16), 16, dtype=F64, seed=9, **d),
-            ]
+        cases += (hidden_cases.of(__package__).half_cases(device) if full else [])
     return cases
 
 

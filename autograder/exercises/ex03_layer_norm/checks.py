@@ -342,9 +342,9 @@ def _check_output(model: Student, LayerNorm: Student, config, reference: dict, d
 def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False) -> None:
     """Your encoder with your LayerNorm reproduces ``transformers.SiglipVisionModel`` (float64).
 
-    Both checks compare with the stored outputs; the hidden one (``full``, with the configurations
-    and references of ``hidden.py``, which only the grader holds) also with Hugging Face's outputs
-    on pixel values drawn at check time, which no stored file holds.
+    Both checks compare with the stored outputs.  ``full=True`` adds what ``hidden.py`` holds,
+    which only the grader has: a second stored configuration, and Hugging Face's outputs on pixel
+    values drawn at check time, which no stored file holds.
     """
     __tracebackhide__ = True
     Encoder, LayerNorm = students((SiglipVisionTransformer, ENCODER), (LayerNorm, "LayerNorm"))

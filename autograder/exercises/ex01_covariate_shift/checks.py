@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, integrity
+from autograder.core import engine, forbidden, hidden_cases, integrity
 from autograder.core.batch_norm_hints import hint as batch_norm_hint
 from autograder.core.devices import default_device, devices_for
 from autograder.core.engine import FORWARD_ASPECTS, Case, Step
@@ -36,7 +36,7 @@ SATURATED_REL_TOL = 1e-6
 
 
 def _dtypes(full: bool) -> list[torch.dtype]:
-    return [torch.float32, torch.float64] if full else [torch.float32]
+    return [torch.float32] + (hidden_cases.of(__package__).dtypes() if full else [])
 
 
 def _recorded_outputs(model: nn.Module, x: torch.Tensor, names: list[str], pre: bool = False,
@@ -111,17 +111,7 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
     tool = student(activation_stats, "activation_stats")
     # (widths, layer names, saturation, batch, training mode, Linear followed by nn.ReLU(inplace=True))
     configs = [([6, 16, 16, 4], ["act1", "act2"], 0.05, 32, True, None)]
-    if full:
-        configs += [
-            ([5, 12, 12, 12, 3], ["fc1", "act1", "act3", "fc4"], 0.05, 17, False, None),
-            ([4, 8, 3], ["act1"], 0.1, 2, True, None),
-            # the ReLU overwrites fc2's output in place: statistics of a reference kept without a
-            # copy, computed after the forward, are those of the ReLU's output
-            ([5, 12, 12, 3], ["fc2", "act2"], 0.05, 15, True, "fc2"),
-            # "spy" passes x through unchanged, and x holds values exactly at s and 1 − s (0.25 and
-            # 0.75 are exact in binary): the inequalities must be strict
-            ([4, 8, 3], ["spy", "act1"], 0.25, 6, True, None),
-        ]
+    configs += hidden_cases.of(__package__).activation_configs() if full else []
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, names, saturation, batch, train, inplace_relu_after) in enumerate(configs):
@@ -185,13 +175,7 @@ def check_layer_input(layer_input, full: bool = False) -> None:
     tool = student(layer_input, "layer_input")
     # (widths, layer name, training mode, Linear followed by nn.ReLU(inplace=True) named "relu")
     configs = [([6, 16, 16, 4], "fc2", True, None)]
-    if full:
-        configs += [
-            ([5, 12, 12, 3], "act2", False, None),
-            ([4, 8, 3], "fc1", True, None),
-            # the ReLU overwrites the tensor its pre-hook receives: a reference kept without a copy changes
-            ([5, 12, 12, 3], "relu", False, "fc2"),
-        ]
+    configs += hidden_cases.of(__package__).layer_input_configs() if full else []
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, name, train, inplace_relu_after) in enumerate(configs):
@@ -251,8 +235,7 @@ def check_distribution_shift(distribution_shift, full: bool = False) -> None:
     integrity.check_untampered()
     function = student(distribution_shift, "distribution_shift")
     pairs = [((64, 5), 0.3, 1.5, False)]
-    if full:
-        pairs += [((3, 4), -2.0, 0.5, False), ((40, 6), 0.0, 1.0, True), ((128, 3), 5.0, 3.0, False)]
+    pairs += hidden_cases.of(__package__).shift_pairs() if full else []
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (shape, shift, scale, constant) in enumerate(pairs):
@@ -307,27 +290,21 @@ def _reference_standardize(num_features, eps=1e-5, device=None, dtype=None) -> n
     return nn.BatchNorm1d(num_features, eps=eps, affine=False, track_running_stats=False, device=device, dtype=dtype)
 
 
-def _standardize_cases(full: bool) -> list[Case]:
-    steps = ("train", "eval", "train-no-grad")
+def _standardize_case(device, shape, kwargs=None, dtype=torch.float64, mean=0.0, std=1.0, note="", seed=0) -> Case:
+    """One ``BatchStandardize`` case: a training step, eval, and a training step without gradients."""
+    built = []
+    for i, mode in enumerate(("train", "eval", "train-no-grad")):
+        x = channel_input(shape, seed=seed * 100 + i, mean=mean, std=std)
+        built.append(Step("eval" if mode == "eval" else "train", x, mode.endswith("no-grad")))
     reference = "torch.nn.BatchNorm1d(affine=False, track_running_stats=False)"
+    return Case("BatchStandardize", (shape[1],), dict(kwargs or {}), built, dtype, device, {}, note, reference)
+
+
+def _standardize_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
-        def case(shape, kwargs=None, dtype=torch.float64, mean=0.0, std=1.0, note="", seed=0):
-            built = []
-            for i, mode in enumerate(steps):
-                x = channel_input(shape, seed=seed * 100 + i, mean=mean, std=std)
-                built.append(Step("eval" if mode == "eval" else "train", x, mode.endswith("no-grad")))
-            return Case("BatchStandardize", (shape[1],), dict(kwargs or {}), built, dtype, device, {}, note, reference)
-
-        cases += [case((8, 3), seed=1), case((6, 3, 5), seed=2)]
-        if full:
-            cases += [
-                case((2, 4), seed=3, note="N = 2"),
-                case((5, 3), seed=4, std=1e-3, note="low variance (std 1e-3)"),
-                case((5, 3), {"eps": 1e-2}, seed=5, std=0.1, note="std 0.1"),
-                case((64, 4), dtype=torch.float32, mean=1e3, seed=6, note="mean 1e3"),
-                case((16, 3, 7), dtype=torch.float32, seed=7),
-            ]
+        cases += [_standardize_case(device, (8, 3), seed=1), _standardize_case(device, (6, 3, 5), seed=2)]
+        cases += hidden_cases.of(__package__).standardize_cases(device) if full else []
     return cases
 
 

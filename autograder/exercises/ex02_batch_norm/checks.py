@@ -1,15 +1,16 @@
 """Checks for the exercise ``02_batch_norm``: ``batch_mean_var``, ``BatchNorm1d``, ``BatchNorm2d``.
 
 Each public function is one graded part; ``full=False`` runs the quick subset a visible test
-cell uses, ``full=True`` the whole matrix the hidden tests use.  The reference is always
-``torch.nn.BatchNorm1d`` / ``BatchNorm2d`` (and ``torch.var_mean`` for the statistics).
+cell uses, ``full=True`` adds the hidden cases of ``hidden.py``, which only the grader holds.
+The reference is always ``torch.nn.BatchNorm1d`` / ``BatchNorm2d`` (and ``torch.var_mean`` for
+the statistics).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, integrity, structure
+from autograder.core import engine, forbidden, hidden_cases, integrity, structure
 from autograder.core.batch_norm_hints import hint
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
@@ -51,14 +52,7 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
     integrity.check_untampered()
     function = student(batch_mean_var, "batch_mean_var")
     shapes = [((6, 3), 0.0, 1.0, F64), ((4, 3, 5), 0.0, 1.0, F64), ((2, 3, 5, 4), 0.0, 1.0, F64)]
-    if full:
-        shapes += [
-            ((2, 4), 0.0, 1.0, F64),
-            ((3, 2, 4, 6), -2.0, 1e-3, F64),
-            ((1, 3, 4, 5), 0.0, 1.0, F64),
-            ((8, 3, 6, 5), 1e3, 1.0, F32),
-            ((64, 5), 1e3, 1.0, F32),
-        ]
+    shapes += hidden_cases.of(__package__).statistics_inputs() if full else []
     for device in devices_for(full):
         for seed, (shape, mean, std, dtype) in enumerate(shapes):
             x = channel_input(shape, seed=seed, mean=mean, std=std).to(dtype).to(device)
@@ -121,82 +115,41 @@ def _training_cases(full: bool) -> list[Case]:
             _case("BatchNorm1d", (6, 3, 5), seed=2, **d),
             _case("BatchNorm2d", (2, 3, 5, 4), seed=3, note="N = 2, H ≠ W ≠ C", **d),
         ]
-        if full:
-            cases += [
-                _case("BatchNorm1d", (2, 4), seed=4, note="N = 2", **d),
-                _case("BatchNorm1d", (5, 3), seed=5, std=1e-3, note="low variance (std 1e-3)", **d),
-                _case("BatchNorm1d", (5, 3), {"eps": 1e-3}, seed=6, std=1e-2, note="std 1e-2", **d),
-                _case("BatchNorm1d", (5, 3), {"affine": False}, seed=7, **d),
-                _case("BatchNorm1d", (2, 3, 1), seed=8, note="N = 2, L = 1", **d),
-                _case("BatchNorm1d", (16, 3), dtype=F32, mean=1e3, seed=9, note="mean 1e3", **d),
-                _case("BatchNorm1d", (4, 3, 6), {"momentum": None}, seed=19, **d),
-                _case("BatchNorm2d", (3, 4, 2, 6), seed=10, std=1e-3, mean=-2.0, note="low variance (std 1e-3)", **d),
-                _case("BatchNorm2d", (4, 2, 3, 5), {"eps": 1e-2}, seed=11, std=0.1, note="std 0.1", **d),
-                _case("BatchNorm2d", (4, 3, 6, 5), dtype=F32, mean=1e3, seed=12, note="mean 1e3", **d),
-                _case("BatchNorm2d", (4, 3, 6, 5), dtype=F32, seed=13, **d),
-                _case("BatchNorm2d", (2, 3, 5, 4), {"affine": False, "track_running_stats": False}, seed=14, **d),
-                _case("BatchNorm2d", (1, 3, 4, 5), seed=15, note="N = 1 (20 values per channel)", **d),
-                _case("BatchNorm2d", (5, 2, 1, 1), seed=16, note="H = W = 1", **d),
-            ]
+        cases += hidden_cases.of(__package__).training_cases(device) if full else []
     return cases
 
 
+# What the running-statistics cases do: two training steps, one without gradients, eval on the
+# whole batch and on one sample, training again.
+RUNNING_STEPS = ("train", "train", "train-no-grad", "eval", "eval-one", "train")
+
+
 def _running_cases(full: bool) -> list[Case]:
-    steps = ("train", "train", "train-no-grad", "eval", "eval-one", "train")
     cases = []
     for device in devices_for(full):
-        d = dict(device=device, steps=steps)
-        untracked = dict(device=device, steps=("train", "train", "train-no-grad", "eval", "train"))
+        d = dict(device=device, steps=RUNNING_STEPS)
         cases += [
             _case("BatchNorm1d", (6, 3), seed=21, state=channel_state(3, 21, tracked=True), **d),
             _case("BatchNorm2d", (2, 3, 5, 4), seed=22, note="N = 2, H ≠ W ≠ C", state=channel_state(3, 22, tracked=True), **d),
             _case("BatchNorm1d", (4, 3, 5), {"momentum": None}, seed=23, state=channel_state(3, 23, tracked=True), **d),
         ]
-        if full:
-            cases += [
-                _case("BatchNorm1d", (2, 4), {"momentum": 0.5}, seed=24, note="N = 2", state=channel_state(4, 24, tracked=True, batches=7), **d),
-                _case("BatchNorm2d", (3, 2, 4, 3), {"momentum": None}, seed=25, note="num_batches_tracked starts at 5", state=channel_state(2, 25, tracked=True, batches=5), **d),
-                # Without running statistics eval uses the batch; one-sample batches are left to
-                # the input checks of the contract part.
-                _case("BatchNorm2d", (2, 3, 2, 3), {"track_running_stats": False}, seed=26, **untracked),
-                _case("BatchNorm1d", (3, 4), {"track_running_stats": False}, seed=27, **untracked),
-                _case("BatchNorm2d", (3, 3, 2, 5), {"affine": False, "momentum": 0.3}, seed=28,
-                      state=channel_state(3, 28, affine=False, tracked=True, batches=2), **d),
-                _case("BatchNorm2d", (4, 3, 5, 6), dtype=F32, mean=1e3, seed=29, note="mean 1e3", state=channel_state(3, 29, tracked=True), **d),
-                _case("BatchNorm1d", (8, 5), dtype=F32, seed=30, state=channel_state(5, 30, tracked=True), **d),
-                _case("BatchNorm1d", (5, 3, 4), {"momentum": 1.0}, seed=31, state=channel_state(3, 31, tracked=True), **d),
-                _case("BatchNorm2d", (2, 3, 3, 2), {"eps": 1e-3, "momentum": 0.0}, seed=32, std=1e-2, state=channel_state(3, 32, tracked=True), **d),
-                _positional_case(device),
-            ]
+        cases += hidden_cases.of(__package__).running_cases(device) if full else []
     return cases
 
 
-def _positional_case(device) -> Case:
-    """Constructor arguments passed by position, in torch's order (eps, momentum, affine, tracking)."""
-    case = _case("BatchNorm2d", (3, 2, 4, 5), seed=33, std=1e-2, device=device,
-                 steps=("train", "train", "eval"), state=channel_state(2, 33, affine=False, tracked=True),
-                 note="arguments by position")
-    case.args = (2, 1e-3, 0.3, False, True)
-    return case
+def _input_steps(*pairs) -> list[Step]:
+    """One step per (mode, input shape), for the input checks: torch must accept or refuse each."""
+    return [Step(mode, channel_input(shape, seed=40 + i)) for i, (mode, shape) in enumerate(pairs)]
 
 
 def _input_check_cases(full: bool) -> list[Case]:
-    def steps(*pairs):
-        return [Step(mode, channel_input(shape, seed=40 + i)) for i, (mode, shape) in enumerate(pairs)]
-
     cases = []
     for device in devices_for(full):
         cases += [
-            Case("BatchNorm1d", (4,), {}, steps(("train", (5, 4, 3, 2)), ("train", (1, 4)), ("eval", (1, 4))), device=device),
-            Case("BatchNorm2d", (3,), {}, steps(("train", (2, 3, 4)), ("train", (1, 3, 1, 1)), ("eval", (1, 3, 1, 1))), device=device),
+            Case("BatchNorm1d", (4,), {}, _input_steps(("train", (5, 4, 3, 2)), ("train", (1, 4)), ("eval", (1, 4))), device=device),
+            Case("BatchNorm2d", (3,), {}, _input_steps(("train", (2, 3, 4)), ("train", (1, 3, 1, 1)), ("eval", (1, 3, 1, 1))), device=device),
         ]
-        if full:
-            cases += [
-                Case("BatchNorm1d", (4,), {}, steps(("train", (4,)), ("train", (1, 4, 1)), ("train", (1, 4, 3))), device=device),
-                Case("BatchNorm1d", (4,), {"track_running_stats": False}, steps(("eval", (1, 4)), ("eval", (2, 4))), device=device),
-                Case("BatchNorm2d", (3,), {}, steps(("train", (2, 3, 4, 5, 2)), ("eval", (2, 3, 4)), ("train", (1, 3, 2, 1))), device=device),
-                Case("BatchNorm2d", (3,), {"track_running_stats": False}, steps(("eval", (1, 3, 1, 1)),), device=device),
-            ]
+        cases += hidden_cases.of(__package__).input_check_cases(device) if full else []
     return cases
 
 
@@ -228,9 +181,8 @@ def check_module_contract(BatchNorm1d, BatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     classes = _classes(BatchNorm1d, BatchNorm2d)
     variants = [{}, {"affine": False}, {"track_running_stats": False}]
-    if full:
-        variants += [{"affine": False, "track_running_stats": False}, {"eps": 1e-3, "momentum": None}]
-    dtypes = [F32, F64] if full else [F32]
+    variants += hidden_cases.of(__package__).contract_variants() if full else []
+    dtypes = [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else [])
     for layer, cls in classes.items():
         for device in devices_for(full):
             for dtype in dtypes:

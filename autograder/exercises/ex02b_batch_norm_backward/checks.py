@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from autograder.core import forbidden, integrity
+from autograder.core import forbidden, hidden_cases, integrity
 from autograder.exercises.ex02b_batch_norm_backward.formulas import Axes, input_gradient, normalized
 from autograder.core.formulas import standardize, statistic_misreadings
 from autograder.core.devices import devices_for
@@ -87,15 +87,7 @@ def _batch_norm_cases(full: bool) -> list[Case]:
         Case(channel_input((2, 3, 4, 4), seed=2), (3,), eps=1e-3),
         Case(channel_input((8, 3), seed=3, mean=100.0), (3,), F32, note="mean 100"),
     ]
-    if full:
-        cases += [
-            Case(channel_input((2, 4), seed=4), (4,), note="N = 2"),
-            Case(channel_input((3, 2, 5), seed=5), (2,)),
-            Case(channel_input((2, 3, 4, 5), seed=6), (3,), channels_last=True),
-            Case(channel_input((4, 2, 3, 3), seed=7, std=1e-3), (2,), note="std 1e-3: ε matters"),
-            Case(channel_input((16, 3, 4, 4), seed=8, mean=1e3), (3,), F32, note="mean 1000"),
-            Case(channel_input((4, 3, 5, 5), seed=9), (3,), F32, channels_last=True),
-        ]
+    cases += hidden_cases.of(__package__).batch_norm_cases() if full else []
     return cases
 
 
@@ -106,13 +98,7 @@ def _layer_norm_cases(full: bool) -> list[Case]:
         Case(sample_input((3, 8), seed=13, mean=100.0), (8,), F32, note="mean 100"),
         Case(sample_input((2, 3, 4, 4), seed=14), (3, 4, 4), note="images, normalized over (C, H, W)"),
     ]
-    if full:
-        cases += [
-            Case(sample_input((5, 2), seed=15), (2,), note="two features"),
-            Case(sample_input((3, 4, 6), seed=16, std=1e-3), (6,), note="std 1e-3: ε matters"),
-            Case(sample_input((2, 4, 3, 3), seed=17), (4, 3, 3), F32, channels_last=True),
-            Case(sample_input((4, 5, 16), seed=18, mean=1e3), (16,), F32, note="mean 1000"),
-        ]
+    cases += hidden_cases.of(__package__).layer_norm_cases() if full else []
     return cases
 
 

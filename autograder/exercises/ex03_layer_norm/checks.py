@@ -4,7 +4,8 @@ Parts 1 and 2 run the shared engine against ``torch.nn.LayerNorm``.  Part 3 load
 ``SiglipVisionModel`` weights into the student's encoder (on the student's side, through
 :mod:`autograder.exercises.ex03_layer_norm.observe`) and compares its output with the model's, stored in
 float64 by :mod:`autograder.exercises.ex03_layer_norm.siglip_reference`; the hidden check also compares it with the model
-run here, by ``transformers``, on pixel values drawn at check time.
+run here, by ``transformers``, on pixel values drawn at check time (``hidden.py``, which only the
+grader holds).
 """
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.core import engine, forbidden, integrity, structure
+from autograder.core import engine, forbidden, hidden_cases, integrity, structure
 from autograder.exercises.ex03_layer_norm import siglip_reference
 from autograder.core.devices import devices_for
 from autograder.core.engine import FORWARD_ASPECTS, RAISES, Case, Finding, Step
@@ -112,42 +113,20 @@ def _forward_cases(full: bool) -> list[Case]:
             _case((2, 5, 8), 8, seed=1, note="tokens (B, T, D)", **d),
             _case((3, 4, 5, 6), (4, 5, 6), seed=2, note="images (N, C, H, W) over (C, H, W)", **d),
         ]
-        if full:
-            cases += [
-                _case((4, 3, 5, 6), (5, 6), seed=3, note="over (H, W)", **d),
-                _case((2, 6), [6], seed=4, note="normalized_shape as a list", **d),
-                _case((7,), 7, seed=5, note="one unbatched sample", **d),
-                _case((1, 3, 8), 8, seed=6, note="batch of one", **d),
-                _case((3, 2, 4), 4, {"eps": 1e-6}, seed=7, std=1e-3, note="std 1e-3, eps 1e-6 as in SigLIP", **d),
-                _case((3, 2, 4), 4, {"eps": 1e-3}, seed=8, std=1e-2, note="std 1e-2", **d),
-                _case((4, 3, 4), 4, seed=9, std=1e-3, note="low variance (std 1e-3)", **d),
-                _case((2, 3, 6), 6, {"elementwise_affine": False}, seed=10, **d),
-                _case((2, 3, 6), (3, 6), {"bias": False}, seed=11, **d),
-                _case((2, 4, 64), 64, dtype=F32, mean=1e3, seed=12, note="mean 1e3", **d),
-                _case((8, 16, 32), 32, dtype=F32, seed=13, **d),
-                _case((2, 2, 3), 3, seed=14, note="D = 3", **d),
-            ]
+        cases += hidden_cases.of(__package__).forward_cases(device) if full else []
     return cases
 
 
-EMPTY_SHAPE = "an empty normalized_shape: torch builds the layer, and its forward raises RuntimeError"
+def _input_steps(*shapes) -> list[Step]:
+    """One training step per input shape, for the input checks: torch must accept or refuse each."""
+    return [Step("train", sample_input(shape, seed=40 + i)) for i, shape in enumerate(shapes)]
 
 
 def _input_check_cases(full: bool) -> list[Case]:
-    def steps(*shapes):
-        return [Step("train", sample_input(shape, seed=40 + i)) for i, shape in enumerate(shapes)]
-
     cases = []
     for device in devices_for(full):
-        cases.append(Case("LayerNorm", (4,), {"elementwise_affine": False}, steps((3, 5), (2, 4)), device=device))
-        if full:
-            cases += [
-                Case("LayerNorm", ((3, 4),), {}, steps((2, 4, 3), (4,), (2, 3, 4)), device=device),
-                Case("LayerNorm", ((2, 3),), {"elementwise_affine": False}, steps((5, 3, 2)), device=device),
-                # torch builds LayerNorm(()) (γ and β of shape ()) and refuses it in forward, every input
-                Case("LayerNorm", ((),), {}, steps((2, 3), (4,)), device=device, note=EMPTY_SHAPE),
-                Case("LayerNorm", ([],), {"elementwise_affine": False}, steps((3, 2, 5)), device=device, note=EMPTY_SHAPE),
-            ]
+        cases.append(Case("LayerNorm", (4,), {"elementwise_affine": False}, _input_steps((3, 5), (2, 4)), device=device))
+        cases += hidden_cases.of(__package__).input_check_cases(device) if full else []
     return cases
 
 
@@ -177,9 +156,8 @@ def check_module_contract(LayerNorm, full: bool = False) -> None:
     __tracebackhide__ = True
     LayerNorm = _check_class(LayerNorm)
     variants = [((6,), {}), ((6,), {"elementwise_affine": False}), (((2, 3),), {"bias": False})]
-    if full:
-        variants += [((5,), {"eps": 1e-6}), (([4, 2],), {}), (((3, 2, 2),), {"elementwise_affine": False, "bias": False})]
-    dtypes = [F32, F64] if full else [F32]
+    variants += hidden_cases.of(__package__).contract_variants() if full else []
+    dtypes = [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else [])
     attributes = ("normalized_shape", "eps", "elementwise_affine")
     for device in devices_for(full):
         for dtype in dtypes:
@@ -361,53 +339,19 @@ def _check_output(model: Student, LayerNorm: Student, config, reference: dict, d
           "(That bug is graded in Parts 1 and 2, not here.)")
 
 
-def _fresh_reference(name: str, weights: dict) -> dict:
-    """Hugging Face's outputs (float64, CPU) for the configuration ``name`` with the stored
-    ``weights``, on pixel values drawn now from an unpredictable seed.
-
-    The stored outputs ship with the package, so a forward could look them up instead of
-    computing; these cannot be.  Imports ``transformers`` (seconds), so only the hidden check uses it.
-    """
-    import secrets
-    from dataclasses import asdict
-
-    from transformers import SiglipVisionConfig as HFConfig
-    from transformers import SiglipVisionModel
-
-    config = siglip_reference.config(name)
-    hf_config = HFConfig(**asdict(config), attn_implementation="sdpa", vision_use_head=False)
-    with torch.random.fork_rng(devices=[]):  # its random initialization leaves the notebook's RNG alone
-        model = SiglipVisionModel(hf_config).to(F64).eval()
-    model.load_state_dict(weights, strict=True)
-    g = torch.Generator().manual_seed(secrets.randbits(63))
-    shape = (2, config.num_channels, config.image_size, config.image_size)
-    pixels = torch.rand(shape, generator=g, dtype=F64) * 2 - 1
-    with torch.no_grad():
-        out = model(pixel_values=pixels, output_hidden_states=True)
-        for module in model.modules():
-            if isinstance(module, nn.LayerNorm):
-                module.eps = 1e-5
-        default_eps = model(pixel_values=pixels)
-    return {
-        "pixel_values": pixels,
-        "last_hidden_state": out.last_hidden_state.detach().clone(),
-        "eps_1e-5": default_eps.last_hidden_state.detach().clone(),
-        "before_post_layernorm": out.hidden_states[-1].detach().clone(),
-    }
-
-
 def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False) -> None:
     """Your encoder with your LayerNorm reproduces ``transformers.SiglipVisionModel`` (float64).
 
-    Both checks compare with the stored outputs; the hidden one (``full``) also with Hugging
-    Face's outputs on pixel values drawn at check time, which no stored file holds.
+    Both checks compare with the stored outputs.  ``full=True`` adds what ``hidden.py`` holds,
+    which only the grader has: a second stored configuration, and Hugging Face's outputs on pixel
+    values drawn at check time, which no stored file holds.
     """
     __tracebackhide__ = True
     Encoder, LayerNorm = students((SiglipVisionTransformer, ENCODER), (LayerNorm, "LayerNorm"))
     _check_class(LayerNorm)
     stored = siglip_reference.load()
-    names = ["small", "odd"] if full else ["small"]
-    fresh = {name: _fresh_reference(name, stored[name]["weights"]) for name in names} if full else {}
+    names = ["small"] + (hidden_cases.of(__package__).encoder_configs() if full else [])
+    fresh = hidden_cases.of(__package__).fresh_references(names, stored) if full else {}
     for device in devices_for(full):
         for name in names:
             config = siglip_reference.config(name)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, integrity, structure
+from autograder.core import engine, forbidden, hidden_cases, integrity, structure
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, OUTPUT, RAISES, Case, Finding, Step
 from autograder.core.inputs import channel_input, channel_state
@@ -184,82 +184,54 @@ def _group_cases(full: bool) -> list[Case]:
             # are judged against torch's float64 answer (autograder.core.numerics)
             _case("GroupNorm", (3, 6), (2, 6, 4, 5), dtype=F32, seed=15, layout="channels_last", **d),
         ]
-        if full:
-            cases += [
-                _case("GroupNorm", (1, 4), (2, 4, 3, 3), seed=3, note="one group (LayerNorm over C, H, W)", **d),
-                _case("GroupNorm", (4, 4), (2, 4, 3, 5), seed=4, note="one channel per group (InstanceNorm)", **d),
-                _case("GroupNorm", (3, 6), (4, 6), seed=5, note="(N, C) input", **d),
-                _case("GroupNorm", (2, 8), (1, 8, 4, 4), seed=6, note="batch of one", **d),
-                _case("GroupNorm", (2, 4), (2, 4, 3, 3), {"eps": 1e-3}, seed=7, std=1e-2, note="std 1e-2", **d),
-                _case("GroupNorm", (2, 4), (3, 4, 2, 5), seed=8, std=1e-3, note="low variance (std 1e-3)", **d),
-                _case("GroupNorm", (3, 6), (2, 6, 4, 3), {"affine": False}, seed=9, **d),
-                _case("GroupNorm", (4, 8), (2, 8, 5, 6), seed=10, layout="channels_last", **d),
-                _case("GroupNorm", (2, 6), (3, 6, 4, 5), seed=11, layout="transposed", **d),
-                _case("GroupNorm", (4, 16), (4, 16, 6, 6), dtype=F32, mean=1e3, seed=12, note="mean 1e3", **d),
-                _case("GroupNorm", (8, 32), (4, 32, 8, 8), dtype=F32, seed=13, **d),
-                _case("GroupNorm", (2, 4), (2, 4, 1, 1), dtype=F32, std=1e-2, seed=14,
-                      note="H = W = 1, two channels per group", **d),
-            ]
+        cases += hidden_cases.of(__package__).group_cases(device) if full else []
     return cases
 
 
+# Training twice (once without gradients), eval, training again: what running statistics go through.
+TRACKED_STEPS = ("train", "train", "train-no-grad", "eval", "train")
+
+
 def _instance_cases(full: bool) -> list[Case]:
-    tracked_steps = ("train", "train", "train-no-grad", "eval", "train")
     cases = []
     for device in devices_for(full):
         d = dict(device=device)
         cases += [
             _case("InstanceNorm2d", (3,), (2, 3, 4, 5), seed=21, note="defaults: affine=False, no running stats", **d),
             _case("InstanceNorm2d", (3,), (2, 3, 4, 5), {"affine": True, "track_running_stats": True}, seed=22,
-                  steps=tracked_steps, **d),
+                  steps=TRACKED_STEPS, **d),
         ]
-        if full:
-            cases += [
-                _case("InstanceNorm2d", (4,), (3, 4, 3, 3), {"affine": True}, seed=23, **d),
-                _case("InstanceNorm2d", (2,), (2, 5, 4), seed=24, note="unbatched (C, H, W)", **d),
-                _case("InstanceNorm2d", (2,), (2, 5, 4), {"affine": True, "track_running_stats": True}, seed=25,
-                      steps=tracked_steps, note="unbatched (C, H, W)", **d),
-                _case("InstanceNorm2d", (3,), (1, 3, 4, 4), {"track_running_stats": True, "momentum": 0.5}, seed=26,
-                      steps=tracked_steps, note="batch of one", **d),
-                _case("InstanceNorm2d", (3,), (4, 3, 2, 3), {"eps": 1e-3, "affine": True}, seed=27, std=1e-2, note="std 1e-2", **d),
-                _case("InstanceNorm2d", (3,), (2, 3, 4, 4), seed=28, std=1e-3, note="low variance (std 1e-3)", **d),
-                _case("InstanceNorm2d", (4,), (2, 4, 5, 6), {"affine": True}, seed=29, layout="channels_last", **d),
-                _case("InstanceNorm2d", (3,), (2, 3, 4, 5), {"track_running_stats": True}, seed=30,
-                      steps=tracked_steps, layout="transposed", **d),
-                _case("InstanceNorm2d", (3,), (4, 3, 8, 8), {"affine": True}, dtype=F32, mean=1e3, seed=31, note="mean 1e3", **d),
-                _case("InstanceNorm2d", (5,), (3, 5, 6, 6), {"affine": True, "track_running_stats": True}, dtype=F32,
-                      seed=32, steps=tracked_steps, **d),
-            ]
+        cases += hidden_cases.of(__package__).instance_cases(device) if full else []
     return cases
 
 
-def _group_input_cases(full: bool) -> list[Case]:
-    def steps(*shapes):
-        return [Step("train", channel_input(shape, seed=60 + i)) for i, shape in enumerate(shapes)]
+def _input_steps(first_seed: int, *shapes) -> list[Step]:
+    """One training step per input shape, for the input checks: torch must accept or refuse each."""
+    return [Step("train", channel_input(shape, seed=first_seed + i)) for i, shape in enumerate(shapes)]
 
+
+def _group_input_steps(*shapes) -> list[Step]:
+    return _input_steps(60, *shapes)
+
+
+def _instance_input_steps(*shapes) -> list[Step]:
+    return _input_steps(70, *shapes)
+
+
+def _group_input_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
-        cases.append(Case("GroupNorm", (2, 4), {"affine": False}, steps((2, 4, 3), (2, 5, 3)), device=device))
-        if full:
-            cases += [
-                Case("GroupNorm", (2, 4), {}, steps((2, 6, 3),), device=device),
-                Case("GroupNorm", (2, 4), {}, steps((4,),), device=device),
-            ]
+        cases.append(Case("GroupNorm", (2, 4), {"affine": False}, _group_input_steps((2, 4, 3), (2, 5, 3)), device=device))
+        cases += hidden_cases.of(__package__).group_input_cases(device) if full else []
     return cases
 
 
 def _instance_input_cases(full: bool) -> list[Case]:
-    def steps(*shapes):
-        return [Step("train", channel_input(shape, seed=70 + i)) for i, shape in enumerate(shapes)]
-
     cases = []
     for device in devices_for(full):
-        cases.append(Case("InstanceNorm2d", (3,), {"affine": True}, steps((2, 3, 4, 4), (2, 4, 4, 4)), device=device))
-        if full:
-            cases += [
-                Case("InstanceNorm2d", (3,), {}, steps((3, 4, 4), (2, 3, 4, 4, 2)), device=device),
-                Case("InstanceNorm2d", (3,), {}, steps((5, 3),), device=device),
-            ]
+        cases.append(Case("InstanceNorm2d", (3,), {"affine": True}, _instance_input_steps((2, 3, 4, 4), (2, 4, 4, 4)),
+                          device=device))
+        cases += hidden_cases.of(__package__).instance_input_cases(device) if full else []
     return cases
 
 
@@ -299,11 +271,10 @@ def check_group_norm_contract(GroupNorm, full: bool = False) -> None:
         fail("GroupNorm(3, 8) was built, but 8 channels cannot form 3 equal groups: raise "
              "ValueError(\"num_channels (8) must be divisible by num_groups (3)\") in the constructor, as torch does.")
     variants = [((4, 8), {}), ((2, 6), {"affine": False})]
-    if full:
-        variants += [((1, 5), {"eps": 1e-3}), ((6, 6), {})]
+    variants += hidden_cases.of(__package__).group_contract_variants() if full else []
     attributes = ("num_groups", "num_channels", "eps", "affine")
     for device in devices_for(full):
-        for dtype in ([F32, F64] if full else [F32]):
+        for dtype in [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else []):
             for args, kwargs in variants:
                 structure.compare_structure(GroupNorm, nn.GroupNorm, args, kwargs, device, dtype, "GroupNorm",
                                             attributes, GROUP_PARAMETERS, "GroupNorm keeps no running statistics, so it has no buffers.")
@@ -322,11 +293,10 @@ def check_instance_norm_contract(InstanceNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     InstanceNorm2d = _check_class(InstanceNorm2d, "InstanceNorm2d")
     variants = [{}, {"affine": True}, {"track_running_stats": True}]
-    if full:
-        variants += [{"affine": True, "track_running_stats": True, "momentum": 0.3, "eps": 1e-3}]
+    variants += hidden_cases.of(__package__).instance_contract_variants() if full else []
     attributes = ("num_features", "eps", "momentum", "affine", "track_running_stats")
     for device in devices_for(full):
-        for dtype in ([F32, F64] if full else [F32]):
+        for dtype in [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else []):
             for kwargs in variants:
                 structure.compare_structure(InstanceNorm2d, nn.InstanceNorm2d, (5,), kwargs, device, dtype,
                                             "InstanceNorm2d", attributes)

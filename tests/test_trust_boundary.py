@@ -6,6 +6,7 @@ tests/test_nbgrader_roundtrip.py; these tests pin down each part's promise on it
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tempfile
@@ -303,8 +304,7 @@ def test_the_seccomp_filter_decides_as_documented(machine):
 
 DENIED_PROBE = r"""
 import ctypes, errno, json, os, sys
-from autograder.grading.seccomp import ARCHES, CLONE3, DENIED
-column = ARCHES[os.uname().machine][1]
+keyctl, clone3 = int(sys.argv[1]), int(sys.argv[2])  # this machine's numbers (the grader is not in here)
 libc = ctypes.CDLL(None, use_errno=True)
 def error(result):
     return errno.errorcode.get(ctypes.get_errno(), "?") if result == -1 else "succeeded"
@@ -313,8 +313,8 @@ found = {
     "unshare net": error(libc.unshare(0x40000000)),
     "ptrace": error(libc.ptrace(0, 0, None, None)),  # PTRACE_TRACEME
     "mount": error(libc.mount(b"none", b"/tmp", b"tmpfs", 0, None)),
-    "keyctl": error(libc.syscall(DENIED["keyctl"][column], 0, -3, 0)),  # the session keyring's id
-    "clone3": error(libc.syscall(CLONE3[column], None, 0)),
+    "keyctl": error(libc.syscall(keyctl, 0, -3, 0)),  # the session keyring's id
+    "clone3": error(libc.syscall(clone3, None, 0)),
 }
 primary, secondary = os.openpty()
 found["TIOCSTI"] = error(libc.ioctl(secondary, 0x5412, b"x"))
@@ -330,7 +330,9 @@ def test_the_sandbox_denies_namespaces_ptrace_mounts_and_keys(tmp_path):
     import json
     import shutil
 
-    done = run_sandboxed(DENIED_PROBE)
+    column = sandbox.seccomp.ARCHES[os.uname().machine][1]
+    numbers = (sandbox.seccomp.DENIED["keyctl"][column], sandbox.seccomp.CLONE3[column])
+    done = run_sandboxed(DENIED_PROBE, *map(str, numbers))
     assert done.returncode == 0, done.stderr
     found = json.loads(done.stdout)
     assert found == {"unshare user": "EPERM", "unshare net": "EPERM", "ptrace": "EPERM", "mount": "EPERM",
@@ -454,8 +456,11 @@ def test_the_sandbox_keeps_an_environment_that_lives_under_tmp(tmp_path):
     command = Sandbox().command(["python"], tmp_path, tmp_path)
     tmpfs = command.index("--tmpfs")
     assert command[tmpfs + 1] == "/tmp"
-    for path in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR, tmp_path):
-        binds = [i for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind") and command[i + 1] == str(path)]
+    # the package is shown as a read-only tmpfs of its student files
+    package_init = PACKAGE_DIR / "__init__.py"
+    for path in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR, package_init, tmp_path):
+        binds = [i for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind", "--tmpfs") and command[i + 1] == str(path)
+                 and i != tmpfs]
         # The last mount of a path wins: it must come after the tmpfs (/usr may be bound earlier too).
         assert binds and max(binds) > tmpfs, f"{path} is bound only before the sandbox's /tmp"
 

@@ -6,7 +6,8 @@ visible checks, hints and observers, and the sandbox's runner.  It never gets:
 
 * ``grading/``: the grader itself (it never runs student code, and students have no use for it);
 * ``grade.py``: the class-grading command, a front for ``grading``;
-* any ``hidden.py``: an exercise's hidden cases, which only the grader draws;
+* any ``hidden.py`` or other file named ``hidden.*`` (``hidden.pt``): an exercise's hidden cases
+  and their data, which only the grader draws;
 * ``__pycache__`` folders: compiled copies, which would carry a hidden module's constants.
 
 One rule, used by the release (``tools/student_release.py``) and by the sandbox, which masks
@@ -29,7 +30,7 @@ def is_student_file(relative: PurePosixPath | str) -> bool:
     if any(part in INSTRUCTOR_ONLY_FOLDERS for part in parts[:-1]):
         return False
     name = parts[-1]
-    if name in INSTRUCTOR_ONLY_FILES or name.endswith(".pyc"):
+    if name in INSTRUCTOR_ONLY_FILES or name.startswith("hidden.") or name.endswith(".pyc"):
         return False
     return not (len(parts) == 1 and name in INSTRUCTOR_ONLY_TOP_FILES)
 

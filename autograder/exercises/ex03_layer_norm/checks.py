@@ -9,6 +9,8 @@ grader holds).
 """
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -211,12 +213,11 @@ def _check_layer_norms(norms, config, where) -> None:
         )
 
 
-def _build_encoder(Encoder: Student, LayerNorm: Student, name: str, weights: dict, device, where) -> Student:
-    """The student's encoder for the stored configuration ``name``, built on its side with its own
-    LayerNorms, in float64 on ``device``, holding Hugging Face's ``weights``, in eval mode."""
+def _build_encoder(Encoder: Student, LayerNorm: Student, config, weights: dict, device, where) -> Student:
+    """The student's encoder for ``config``, built on its side with its own LayerNorms, in
+    float64 on ``device``, holding Hugging Face's ``weights``, in eval mode."""
     __tracebackhide__ = True
-    config = siglip_reference.config(name)
-    built = Encoder.call("observe_siglip.build", LayerNorm.handle, name)
+    built = Encoder.call("observe_siglip.build", LayerNorm.handle, asdict(config))
     if "error" in built:
         error = built["error"]
         fail(f"{where}: SiglipVisionTransformer(config) raised {error.name}: {error}")
@@ -349,13 +350,15 @@ def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False)
     __tracebackhide__ = True
     Encoder, LayerNorm = students((SiglipVisionTransformer, ENCODER), (LayerNorm, "LayerNorm"))
     _check_class(LayerNorm)
-    stored = siglip_reference.load()
-    names = ["small"] + (hidden_cases.of(__package__).encoder_configs() if full else [])
-    fresh = hidden_cases.of(__package__).fresh_references(names, stored) if full else {}
+    configs, stored, fresh = dict(siglip_reference.CONFIGS), siglip_reference.load(), {}
+    if full:
+        hidden = hidden_cases.of(__package__)
+        configs |= hidden.encoder_configs()
+        stored |= hidden.stored_references()
+        fresh = hidden.fresh_references(configs, stored)
     for device in devices_for(full):
-        for name in names:
-            config = siglip_reference.config(name)
-            model = _build_encoder(Encoder, LayerNorm, name, stored[name]["weights"], device, _where(config, device))
+        for name, config in configs.items():
+            model = _build_encoder(Encoder, LayerNorm, config, stored[name]["weights"], device, _where(config, device))
             _check_output(model, LayerNorm, config, stored[name], device, _where(config, device))
             if name in fresh:
                 _check_output(model, LayerNorm, config, fresh[name], device, _where(config, device, FRESH_PIXELS))

@@ -5,6 +5,8 @@ runs with ``full=True``; the student's install has no copy of this file.
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import torch
 from torch import nn
 
@@ -55,18 +57,33 @@ def contract_dtypes() -> list[torch.dtype]:
     return [F64]
 
 
-def encoder_configs() -> list[str]:
-    """The stored SigLIP configurations the hidden encoder check adds to "small"."""
-    return ["odd"]
+# The SigLIP configuration the hidden encoder check adds to "small", the seed of its weights,
+# and its stored outputs (written by ``python -m autograder.exercises.ex03_layer_norm.siglip_reference``).
+ENCODER_CONFIGS = {
+    "odd": siglip_reference.SiglipVisionConfig(hidden_size=24, intermediate_size=40, num_hidden_layers=3,
+                                               num_attention_heads=3, image_size=12, patch_size=3),
+}
+ENCODER_SEEDS = {"odd": 11}
+DATA_FILE = Path(__file__).with_name("hidden.pt")
 
 
-def fresh_references(names: list[str], stored: dict) -> dict[str, dict]:
-    """Hugging Face's outputs for each configuration in ``names``, with its stored weights, on
+def encoder_configs() -> dict[str, siglip_reference.SiglipVisionConfig]:
+    """The SigLIP configurations the hidden encoder check adds to "small", by name."""
+    return dict(ENCODER_CONFIGS)
+
+
+def stored_references() -> dict:
+    """The stored outputs of :data:`ENCODER_CONFIGS` (CPU, float64), keyed by name."""
+    return torch.load(DATA_FILE, weights_only=True)
+
+
+def fresh_references(configs: dict, stored: dict) -> dict[str, dict]:
+    """Hugging Face's outputs for each configuration in ``configs``, with its stored weights, on
     pixel values drawn now (:func:`fresh_reference`)."""
-    return {name: fresh_reference(name, stored[name]["weights"]) for name in names}
+    return {name: fresh_reference(config, stored[name]["weights"]) for name, config in configs.items()}
 
 
-def fresh_reference(name: str, weights: dict) -> dict:
+def fresh_reference(config, weights: dict) -> dict:
     """Hugging Face's outputs (float64, CPU) for the configuration ``name`` with the stored
     ``weights``, on pixel values drawn now from an unpredictable seed.
 
@@ -79,7 +96,6 @@ def fresh_reference(name: str, weights: dict) -> dict:
     from transformers import SiglipVisionConfig as HFConfig
     from transformers import SiglipVisionModel
 
-    config = siglip_reference.config(name)
     hf_config = HFConfig(**asdict(config), attn_implementation="sdpa", vision_use_head=False)
     with torch.random.fork_rng(devices=[]):  # its random initialization leaves the notebook's RNG alone
         model = SiglipVisionModel(hf_config).to(F64).eval()

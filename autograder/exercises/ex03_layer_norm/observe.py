@@ -32,15 +32,15 @@ def _eps_report(module) -> dict:
     return {"repr": repr(eps)[:200]}
 
 
-def build(cls, layer_norm_cls, name: str) -> dict:
-    """``cls(config)`` for the stored configuration ``name`` (the config is built here, from its
-    name), and the instances of ``layer_norm_cls`` among its submodules, each with its ``eps``.
+def build(cls, layer_norm_cls, fields: dict) -> dict:
+    """``cls(config)`` for the configuration with these ``fields`` (the config is built here,
+    from plain data), and the instances of ``layer_norm_cls`` among its submodules, each with its ``eps``.
 
     Returns ``{"error": RemoteError}`` when building raised, else ``{"model": the encoder (a
     handle), "is_module": bool, "layer_norms": [[submodule name, eps report], ...]}``; the list
     is a ``RemoteError`` when looking through the submodules raised.
     """
-    config = siglip_reference.config(name)
+    config = siglip_reference.SiglipVisionConfig(**fields)
     try:
         model = cls(config)
     except Exception as error:  # noqa: BLE001 - the student's exception is the observation

@@ -3,7 +3,8 @@
 Exercise 3 asks students to assemble a SigLIP vision encoder around their own ``LayerNorm`` and
 checks it against ``transformers.SiglipVisionModel``.  Importing ``transformers`` costs about 6 s,
 far more than the grading budget of a whole notebook, so the outputs are computed once, stored in
-``siglip_reference.pt`` (beside this module) and checked against a live ``transformers`` run by the test suite
+``siglip_reference.pt`` beside this module (the hidden configuration's in ``hidden.pt``, which only
+the grader holds) and checked against a live ``transformers`` run by the test suite
 (``tests/test_layer_norm_checks.py``); ``python -m autograder.exercises.ex03_layer_norm.siglip_reference`` rewrites the file.
 
 Each stored configuration holds the model's config (Hugging Face's field names), its random
@@ -40,11 +41,9 @@ class SiglipVisionConfig:
     attention_dropout: float = 0.0
 
 
-CONFIGS = {
-    "small": SiglipVisionConfig(),
-    "odd": SiglipVisionConfig(hidden_size=24, intermediate_size=40, num_hidden_layers=3,
-                              num_attention_heads=3, image_size=12, patch_size=3),
-}
+# The visible configuration and the seed of its weights; the hidden one is in hidden.py.
+CONFIGS = {"small": SiglipVisionConfig()}
+SEEDS = {"small": 10}
 
 
 def _randomize(model: torch.nn.Module, seed: int) -> None:
@@ -91,8 +90,9 @@ def compute_with_transformers(config: SiglipVisionConfig, seed: int) -> dict:
     }
 
 
-def compute_all() -> dict:
-    return {name: compute_with_transformers(config, seed=10 + i) for i, (name, config) in enumerate(CONFIGS.items())}
+def compute_all(configs: dict | None = None, seeds: dict | None = None) -> dict:
+    configs, seeds = (CONFIGS, SEEDS) if configs is None else (configs, seeds)
+    return {name: compute_with_transformers(config, seed=seeds[name]) for name, config in configs.items()}
 
 
 def load() -> dict:
@@ -104,6 +104,10 @@ def config(name: str) -> SiglipVisionConfig:
     return CONFIGS[name]
 
 
-if __name__ == "__main__":
-    torch.save(compute_all(), DATA_FILE)
-    print(f"wrote {DATA_FILE} ({DATA_FILE.stat().st_size / 1024:.0f} KiB)")
+if __name__ == "__main__":  # rewrites this file and the grader's hidden.pt
+    from autograder.exercises.ex03_layer_norm import hidden
+
+    for path, stored in ((DATA_FILE, compute_all()),
+                         (hidden.DATA_FILE, compute_all(hidden.ENCODER_CONFIGS, hidden.ENCODER_SEEDS))):
+        torch.save(stored, path)
+        print(f"wrote {path} ({path.stat().st_size / 1024:.0f} KiB)")

@@ -347,14 +347,19 @@ def venv_env(venv: Path) -> dict[str, str]:
     return env
 
 
+# Where the student venv is kept between runs: outside the clone, so that a fresh clone on the
+# same machine (CI's) reuses it.
+VENV_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "normlayers-tests" / "student-venv"
+
+
 @pytest.fixture(scope="module")
-def student_venv(release, request) -> Path:
-    """A venv made from the release's requirements-student.txt, as a student makes it, kept in
-    pytest's cache between runs under the hash of that file (the first run installs torch, JupyterLab
-    and the rest: minutes; later ones only reinstall the release's package: seconds)."""
+def student_venv(release) -> Path:
+    """A venv made from the release's requirements-student.txt, as a student makes it, kept
+    between runs under the hash of that file (the first run installs torch, JupyterLab and the
+    rest: about 7 minutes here; later ones only reinstall the release's package: seconds)."""
     requirements = (release / "requirements-student.txt").read_bytes()
     key = hashlib.sha256(requirements + sys.version.encode()).hexdigest()[:16]
-    venv = Path(request.config.cache.mkdir("student-venv")) / key
+    venv = VENV_CACHE / key
     venv.parent.mkdir(parents=True, exist_ok=True)
     start = time.monotonic()
     with open(venv.parent / f"{key}.lock", "w") as lock:

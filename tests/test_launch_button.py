@@ -190,3 +190,19 @@ def test_a_provider_that_would_open_the_instructor_repository_warns(caplog):
         _warn_other_providers(fake_app(HUB, STUDENT, binderhub_url="", colab_url=""))
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert len(warnings) == 1 and "launch_buttons.binderhub_url" in warnings[0], warnings
+
+
+@pytest.mark.parametrize("student, shown", [("", False), ("https://github.com/example/x", True)])
+def test_the_repository_buttons_lead_to_the_student_release_or_are_hidden(student, shown):
+    from types import SimpleNamespace
+
+    import launch_exercise
+
+    instructor = "https://github.com/normalization-course/normalization-layers-hands-on"
+    options = {"repository_url": instructor, **{key: True for key in launch_exercise.REPOSITORY_BUTTONS}}
+    config = SimpleNamespace(html_theme_options=options, student_repository_url=student, student_repository_branch="main")
+    launch_exercise.point_repository_buttons(None, config)
+    assert options.get("repository_url") != instructor
+    assert all(options[key] is shown for key in launch_exercise.REPOSITORY_BUTTONS)
+    if shown:
+        assert options["repository_url"] == student and options["repository_branch"] == "main"

@@ -17,6 +17,9 @@ This extension runs after the theme (priority 502) and rebuilds that menu:
 - while the hub's address or the student repository is empty or a placeholder (a reserved
   example domain such as ``example.org``), the page has no launch menu at all.
 
+The repository, edit and issue buttons of the header are built from ``repository.url`` too: they
+lead to the student release when one is named, and are not shown while it is a placeholder.
+
 The theme's other entries (Binder, Colab, Deepnote, JupyterLite) are built from
 ``repository.url``, the private repository, so the menu never keeps them; a build where one of
 them is configured warns (an error under ``--warningiserror``).
@@ -101,6 +104,23 @@ def relaunch(app, pagename, templatename, context, doctree) -> None:
         buttons.remove(group)
 
 
+REPOSITORY_BUTTONS = ("use_repository_button", "use_edit_page_button", "use_issues_button")
+
+
+def point_repository_buttons(app, config) -> None:
+    """The header's repository, edit and issue buttons lead to the student release, never to
+    ``repository.url`` (the instructor's repository); while the release is a placeholder they
+    are not shown."""
+    options = config.html_theme_options
+    student = config.student_repository_url
+    if is_placeholder(student):
+        options.update({key: False for key in REPOSITORY_BUTTONS})
+        options.pop("repository_url", None)
+    else:
+        options["repository_url"] = student.rstrip("/").removesuffix(".git")
+        options["repository_branch"] = config.student_repository_branch or "main"
+
+
 def _warn_other_providers(app) -> None:
     options = _launch_options(app)
     for key in OTHER_PROVIDERS:
@@ -113,6 +133,7 @@ def _warn_other_providers(app) -> None:
 def setup(app):
     app.add_config_value("student_repository_url", "", "html", [str])
     app.add_config_value("student_repository_branch", "main", "html", [str])
+    app.connect("config-inited", point_repository_buttons)
     app.connect("builder-inited", _warn_other_providers)
     app.connect("html-page-context", relaunch, priority=502)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

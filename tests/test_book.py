@@ -35,7 +35,7 @@ def test_every_chapter_is_built_with_its_figures(built_book):
     for name in toc_files():
         assert (built_book / f"{name}.html").exists(), name
     chapters = [name for name in toc_files() if name.split("/")[-1][:2].isdigit()]
-    assert len(chapters) == 7
+    assert len(chapters) == 8
     for name in chapters:  # every numbered chapter shows figures from real runs
         page = (built_book / f"{name}.html").read_text()
         assert page.count("<img") >= 3, f"{name} should show its figures"

@@ -5,7 +5,8 @@
 
 0. checks, before it creates anything, that other users can run the course's interpreter
    (.venv and its base Python, every folder on the way), and names the folder that stops them;
-   and that .venv holds no copy of the grader of its own (it must be the editable install);
+   that .venv holds no copy of the grader of its own (it must be the editable install); and
+   that other users can reach the state folder (their servers read their role's files there);
 1. installs the proxy (`npm ci` in hub/) when hub/node_modules lacks it;
 2. refuses to start while the repository, .venv, hub/ or the state folder (or one above) is not
    root's alone; then closes every top-level entry of the repository to other users except .venv
@@ -13,15 +14,15 @@
    (solutions/, tests/, .git, book/instructor/, benchmarks/, the README, the grader's source with
    its grading/ and hidden cases) is instructor material;
 3. checks (or, with --create-users, creates) the Unix users;
-4. makes the grader each role's servers import, from the repository's autograder/, at every start
-   (so that it follows the repository): <state>/student/autograder, only the files that
-   `autograder.grading.parts` gives the student's side (no grading/, grade.py or hidden.py;
-   root's, readable by all), and <state>/instructor/autograder, the whole package (with the
-   book's MathJax, which the feedback pages inline), in a folder only the instructor can enter.
-   The hub puts the role's folder first on each server's PYTHONPATH (hub/jupyterhub_config.py),
-   before the editable install's finder, which points into the closed repository. It checks, as
-   a student, that `import autograder` gives the student's copy and no `autograder.grading`, and,
-   as the instructor, that the grader imports;
+4. copies the grader of each role from the repository's autograder/, anew at every start:
+   <state>/student/autograder holds only the files that `autograder.grading.parts` gives the
+   student's side (no grading/, grade.py or hidden.py; root's, readable by all);
+   <state>/instructor/autograder holds the whole package (and the book's MathJax, which the
+   feedback pages inline), in a folder only the instructor can enter. The hub puts the role's
+   folder first on each server's PYTHONPATH (hub/jupyterhub_config.py), before .venv's editable
+   install, which points into the closed repository. Then it checks, as a student, that
+   `import autograder` gives the student's copy and no `autograder.grading`, and, as the
+   instructor, that the grader imports;
 5. makes the nbgrader exchange (mode 1777), the course's folders in it (the instructor's, with
    nbgrader's modes) and the hub's state folder;
 6. writes the Jupyter and nbgrader config of each role into <state>/config/{student,instructor}/;
@@ -424,7 +425,8 @@ def remove_made(state: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="hub/start", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="hub/start", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instructor", default=os.environ.get("NL_HUB_INSTRUCTOR"), help="the instructor's Unix user")
     parser.add_argument("--students", default=os.environ.get("NL_HUB_STUDENTS", ""),
                         help="the students' Unix users, separated by spaces or commas")
@@ -432,7 +434,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ip", default=os.environ.get("NL_HUB_IP", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("NL_HUB_PORT", "8000")))
     parser.add_argument("--state", type=Path, default=Path(os.environ.get("NL_HUB_STATE", HUB / "state")),
-                        help="the hub's state folder (default hub/state)")
+                        help="the hub's state folder (default hub/state; other users must be able to reach it)")
     parser.add_argument("--exchange", type=Path, default=None,
                         help="the nbgrader exchange (default <state>/exchange)")
     parser.add_argument("--prepare-only", action="store_true",

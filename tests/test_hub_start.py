@@ -77,6 +77,36 @@ def test_a_venv_others_cannot_run_is_refused_before_anything_is_made():
         shutil.rmtree(top, ignore_errors=True)
 
 
+def test_a_venv_with_its_own_copy_of_the_grader_is_refused_before_anything_is_made():
+    """Every user runs .venv: a grader installed into it (`pip install .`, not the editable
+    `-e .`) would give students its grading part and hidden cases. hub/start says so and stops."""
+    needs_root()
+    top = Path(tempfile.mkdtemp(prefix="normlayers-hubcopy-"))
+    tag = secrets.token_hex(3)
+    users = [f"nl-hs-i-{tag}", f"nl-hs-s-{tag}"]
+    try:
+        top.chmod(0o755)
+        repo = top / "course"
+        (repo / "hub").mkdir(parents=True)
+        for name in ("start", "prepare.py", "course_auth.py"):
+            shutil.copy2(HUB / name, repo / "hub" / name)
+        made = subprocess.run(["/usr/bin/python3.11", "-m", "venv", "--without-pip", str(repo / ".venv")],
+                              capture_output=True, text=True)
+        assert made.returncode == 0, made.stderr
+        installed = next((repo / ".venv" / "lib").glob("python3*")) / "site-packages" / "autograder" / "grading"
+        installed.mkdir(parents=True)
+        (installed / "__init__.py").write_text("")
+        done = subprocess.run([str(repo / "hub" / "start"), "--instructor", users[0], "--students", users[1],
+                               "--create-users"], capture_output=True, text=True, timeout=120)
+        assert done.returncode != 0, done.stdout
+        assert "is a copy of the whole grader" in done.stderr and "pip install -e ." in done.stderr, done.stderr
+        assert "Nothing was created" in done.stderr
+        assert not [user for user in users if user_exists(user)] and not (repo / "hub" / "state").exists()
+    finally:
+        remove_users(users)
+        shutil.rmtree(top, ignore_errors=True)
+
+
 def test_a_state_folder_others_cannot_reach_is_refused_before_anything_is_made(tmp_path):
     """The servers read their role's config and grader in the state folder as their users: one
     under a folder closed to them (pytest's own tmp_path, for one) is refused, with nothing made

@@ -2,7 +2,9 @@
 
 JupyterHub behind configurable-http-proxy (hub/node_modules, pinned in hub/package.json), one
 single-user JupyterLab per person started as that person's Unix user (LocalProcessSpawner: the
-hub runs as root), from the course's virtual environment (.venv: torch, nbgrader, autograder).
+hub runs as root), from the course's virtual environment (.venv: torch, nbgrader), with the
+grader of the person's role (<state>/student or <state>/instructor first on PYTHONPATH). Of the
+repository, other users reach only .venv and hub/: hub/start closes the rest to them.
 Each user on the list logs in with their own password (hub/course_auth.py; hub/prepare.py makes
 them): good for a trial on one machine, not for a class (the instructor guide says what to use).
 
@@ -15,8 +17,9 @@ Who is who, and where things are, comes from the environment that `hub/start` se
     NL_HUB_API_PORT, NL_HUB_PROXY_API_PORT the hub's and the proxy's internal ports (8081, 8001)
 
 Students' servers get the nbgrader config of role "student" (the exchange, the course id, the
-Assignments tab; no formgrader, no Create Assignment toolbar), the instructor's the config of
-role "instructor" (also the formgrader, pointed at ~/course). `hub/prepare.py` writes both.
+Assignments tab; no formgrader, no Create Assignment toolbar) and the student's part of the
+grader (the visible checks and hints), the instructor's the config of role "instructor" (also
+the formgrader, pointed at ~/course) and the whole grader. `hub/prepare.py` makes both.
 """
 import os
 import re
@@ -75,6 +78,7 @@ c.Spawner.cmd = [str(VENV / "bin" / "jupyterhub-singleuser")]
 c.Spawner.default_url = "/lab"
 c.Spawner.environment = {
     # nbgrader runs `alembic` from PATH; terminals and kernels use the course's Python.
+    # (role_config adds the role's config and grader.)
     "PATH": f"{VENV / 'bin'}:/usr/local/bin:/usr/bin:/bin",
     "VIRTUAL_ENV": str(VENV),
 }
@@ -87,9 +91,14 @@ c.Spawner.http_timeout = 180
 
 
 def role_config(spawner):
-    """Each server reads the Jupyter and nbgrader config of its role, before the user's own."""
+    """Each server reads the Jupyter and nbgrader config of its role, before the user's own, and
+    imports its role's grader: <state>/<role>/autograder, which hub/prepare.py copies from the
+    repository at every start (the students' copy without grading/, grade.py or any hidden.py).
+    PYTHONPATH comes before .venv's editable install, whose finder points into the repository,
+    which hub/start closes to other users. Kernels and terminals inherit both."""
     role = "instructor" if spawner.user.name == INSTRUCTOR else "student"
-    spawner.environment = dict(spawner.environment, JUPYTER_CONFIG_PATH=str(STATE / "config" / role))
+    spawner.environment = dict(spawner.environment, JUPYTER_CONFIG_PATH=str(STATE / "config" / role),
+                               PYTHONPATH=str(STATE / role))
 
 
 c.Spawner.pre_spawn_hook = role_config

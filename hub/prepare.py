@@ -5,17 +5,30 @@
 
 0. checks, before it creates anything, that other users can run the course's interpreter
    (.venv and its base Python, every folder on the way), and names the folder that stops them;
+   that .venv holds no copy of the grader of its own (it must be the editable install); and
+   that other users can reach the state folder (their servers read their role's files there);
 1. installs the proxy (`npm ci` in hub/) when hub/node_modules lacks it;
-2. refuses to start while solutions/, .git or tests/ of the repository are open to other users,
-   or while the repository, .venv, hub/ or the state folder (or one above) is not root's alone;
-   checks (or, with --create-users, creates) the Unix users, and that they can run the course's
-   Python environment (.venv: torch, nbgrader, autograder);
-3. makes the nbgrader exchange (mode 1777), the course's folders in it (the instructor's, with
+2. refuses to start while the repository, .venv, hub/ or the state folder (or one above) is not
+   root's alone; then closes every top-level entry of the repository to other users except .venv
+   and hub/ (chmod go-rwx, the entry itself): the servers need nothing else of it, and the rest
+   (solutions/, tests/, .git, book/instructor/, benchmarks/, the README, the grader's source with
+   its grading/ and hidden cases) is instructor material;
+3. checks (or, with --create-users, creates) the Unix users;
+4. copies the grader of each role from the repository's autograder/, anew at every start:
+   <state>/student/autograder holds only the files that `autograder.grading.parts` gives the
+   student's side (no grading/, grade.py or hidden.py; root's, readable by all);
+   <state>/instructor/autograder holds the whole package (and the book's MathJax, which the
+   feedback pages inline), in a folder only the instructor can enter. The hub puts the role's
+   folder first on each server's PYTHONPATH (hub/jupyterhub_config.py), before .venv's editable
+   install, which points into the closed repository. Then it checks, as a student, that
+   `import autograder` gives the student's copy and no `autograder.grading`, and, as the
+   instructor, that the grader imports;
+5. makes the nbgrader exchange (mode 1777), the course's folders in it (the instructor's, with
    nbgrader's modes) and the hub's state folder;
-4. writes the Jupyter and nbgrader config of each role into <state>/config/{student,instructor}/;
-5. copies the course (nbgrader_config.py, solutions/, exercises/) into the instructor's
+6. writes the Jupyter and nbgrader config of each role into <state>/config/{student,instructor}/;
+7. copies the course (nbgrader_config.py, solutions/, exercises/) into the instructor's
    ~/course, owned by the instructor and closed to everyone else, unless it exists;
-6. runs JupyterHub with hub/jupyterhub_config.py in the state folder (Ctrl-C stops the hub, the
+8. runs JupyterHub with hub/jupyterhub_config.py in the state folder (Ctrl-C stops the hub, the
    proxy and every single-user server).
 
 Each user logs in with their own password (hub/course_auth.py): a user without one in
@@ -47,10 +60,15 @@ HUB = REPO / "hub"
 COURSE_ID = "normalization-layers"  # as in the course's nbgrader_config.py
 COURSE_FILES = ("nbgrader_config.py", "solutions", "exercises")
 PROXY = HUB / "node_modules" / ".bin" / "configurable-http-proxy"
-# The hub runs from REPO (.venv, the editable autograder), so every user can traverse REPO: these
-# must be closed to them by their own mode (the solutions, the git history that holds them, the
-# hidden-test catalogue).
-PRIVATE = ("solutions", ".git", "tests")
+PACKAGE = REPO / "autograder"
+# What the users' servers need of REPO: the course's environment, and hub/ (the default state
+# folder, with the role's config and grader, is in it). Every user traverses REPO to reach them;
+# every other top-level entry is closed to them (close_repository).
+OPEN_TO_SERVERS = (".venv", "hub")
+# The grader each role's servers import: <state>/<role>/autograder, first on their PYTHONPATH.
+ROLES = ("student", "instructor")
+# pages.MATHJAX_FILE: the feedback pages inline the book's MathJax, found beside the package.
+MATHJAX = Path("book") / "_static" / "mathjax"
 
 # JupyterLab defaults for the hub's users: no news or update checks (they would go to the
 # internet) and every cell rendered (no virtual scrolling).
@@ -119,14 +137,42 @@ def check_interpreter() -> None:
          f"/usr/bin/python3.11 -m venv --clear .venv && .venv/bin/pip install -r requirements.txt`")
 
 
-def check_private() -> None:
-    """Refuse to start while a student could read the solutions through REPO."""
-    open_to_others = [name for name in PRIVATE
-                      if (REPO / name).exists() and stat.S_IMODE(os.lstat(REPO / name).st_mode) & 0o077]
-    if open_to_others:
-        fail(f"{', '.join(open_to_others)} in {REPO} can be read by other users, the students included: "
-             f"first `cd {REPO} && chmod -R go-rwx {' '.join(PRIVATE)}` (or run the hub from a separate "
-             f"install of the course without solutions/, .git and tests/)")
+def check_state_reachable(state: Path) -> None:
+    """The servers read their role's config and grader in the state folder, as their users."""
+    existing = next(folder for folder in [state, *state.parents] if folder.exists())
+    blocked = unreachable_folder(existing / "config")
+    if blocked is not None:
+        fail(f"other users cannot reach the state folder {state}: {blocked} (mode "
+             f"{stat.S_IMODE(os.stat(blocked).st_mode):o}) is closed to them, and the servers read their "
+             f"role's config and grader there as their users. Nothing was created. Choose another --state")
+
+
+def check_no_package_copy() -> None:
+    """Every user runs .venv: a copy of the grader installed in it (`pip install .` rather than
+    the editable `-e .`) would give students its grading/ and hidden cases."""
+    copies = sorted(VENV.glob("lib/python3*/site-packages/autograder"))
+    if copies:
+        fail(f"{copies[0]} is a copy of the whole grader (its grading/ and hidden cases) in the course's "
+             f"environment, which every user can read. Nothing was created. Install it editable, as "
+             f"requirements.txt does: `cd {REPO} && .venv/bin/pip uninstall -y normlayers-autograder "
+             f"&& .venv/bin/pip install -e .`")
+
+
+def close_repository() -> list[str]:
+    """Close every top-level entry of REPO but OPEN_TO_SERVERS to other users (the entry itself:
+    what lies below a closed folder cannot be reached). Returns the names it changed."""
+    closed = []
+    for path in sorted(REPO.iterdir()):
+        if path.name in OPEN_TO_SERVERS:
+            continue
+        if path.is_symlink():
+            fail(f"{path} is a link: hub/start closes the repository's entries to other users and does "
+                 f"not follow links (what it points to may be open). Replace it by a copy, or remove it")
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+        if mode & 0o077:
+            os.chmod(path, mode & ~0o077)
+            closed.append(path.name)
+    return closed
 
 
 def check_root_owned(paths: list[Path]) -> None:
@@ -146,14 +192,88 @@ def check_root_owned(paths: list[Path]) -> None:
                      f"`sudo chown -R root: {REPO} && sudo chmod -R go-w {REPO}`, or a copy under /opt)")
 
 
-def check_environment(user: str) -> None:
-    """The single-user servers run the course's venv as ``user``: it must be able to."""
-    probe = "import autograder, nbgrader, jupyterhub, jupyterlab; print('ok')"
-    done = subprocess.run(["runuser", "-u", user, "--", str(VENV / "bin" / "python"), "-c", probe],
-                          capture_output=True, text=True, cwd="/")
-    if done.returncode != 0 or done.stdout.strip() != "ok":
-        fail(f"the user {user} cannot use the course's environment {VENV} (every folder on the way "
-             f"must be readable by others; `pip install -r requirements.txt` done?):\n{done.stderr[-2000:]}")
+def student_parts():
+    """The repository's own rule for the student's side (autograder/grading/parts.py), read from
+    its file: importing the package would import torch in root's process."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("course_parts", PACKAGE / "grading" / "parts.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def instructor_files(package: Path) -> list[Path]:
+    """Every file of the package but compiled ones, relative to it."""
+    return sorted(p.relative_to(package) for p in package.rglob("*")
+                  if p.is_file() and not p.is_symlink() and "__pycache__" not in p.parts and p.suffix != ".pyc")
+
+
+def copy_files(source: Path, names, target: Path) -> None:
+    """Copy ``names`` (relative to ``source``) into the new folder ``target``: root's, folders
+    0755, files 0644 (whatever root's umask)."""
+    for name in names:
+        destination = target / name
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(source / name, destination)
+    for path in [target, *target.rglob("*")]:
+        path.chmod(0o755 if path.is_dir() else 0o644)
+
+
+def make_packages(state: Path, instructor: pwd.struct_passwd) -> dict[str, Path]:
+    """The grader of each role, remade from REPO at every start; returns the folder of each role
+    (what the hub puts first on the role's PYTHONPATH)."""
+    folders = {role: state / role for role in ROLES}
+    for folder in folders.values():
+        if folder.is_symlink() or folder.is_file():
+            folder.unlink()
+        elif folder.exists():
+            shutil.rmtree(folder)  # fd-based: a link the instructor put inside is removed, not followed
+        folder.mkdir(mode=0o700)
+    copy_files(PACKAGE, student_parts().student_files(PACKAGE), folders["student"] / "autograder")
+    copy_files(PACKAGE, instructor_files(PACKAGE), folders["instructor"] / "autograder")
+    if (REPO / MATHJAX).is_dir():
+        book = REPO / MATHJAX.parts[0]
+        copy_files(book, [p.relative_to(book) for p in sorted((REPO / MATHJAX).rglob("*")) if p.is_file()],
+                   folders["instructor"] / MATHJAX.parts[0])
+    folders["student"].chmod(0o755)
+    # Made by root while closed; the instructor gets the folder only once it is complete.
+    os.chown(folders["instructor"], instructor.pw_uid, instructor.pw_gid)
+    folders["instructor"].chmod(0o500)
+    return folders
+
+
+STUDENT_PROBE = """
+import importlib.util, json, autograder, nbgrader, jupyterhub, jupyterlab
+print(json.dumps({"autograder": autograder.__file__,
+                  "grading": importlib.util.find_spec("autograder.grading") is not None}))
+"""
+INSTRUCTOR_PROBE = """
+import json, autograder, autograder.grading.grade, nbgrader
+print(json.dumps({"autograder": autograder.__file__, "grading": True}))
+"""
+
+
+def server_python(user: str, pythonpath: Path, probe: str) -> subprocess.CompletedProcess:
+    """``probe`` run by .venv's Python as ``user``, with the PYTHONPATH the hub gives their server."""
+    return subprocess.run(["runuser", "-u", user, "--", "env", f"PYTHONPATH={pythonpath}", str(VENV / "bin" / "python"),
+                           "-c", probe], capture_output=True, text=True, cwd="/")
+
+
+def check_servers(folders: dict[str, Path], student: str, instructor: str) -> None:
+    """As the servers will: a student imports the student's copy and cannot import the grading
+    part; the instructor imports the whole grader."""
+    for user, role, probe in ((student, "student", STUDENT_PROBE), (instructor, "instructor", INSTRUCTOR_PROBE)):
+        done = server_python(user, folders[role], probe)
+        try:
+            found = json.loads(done.stdout.strip().splitlines()[-1])
+        except (IndexError, ValueError):
+            fail(f"the user {user} cannot use the course's environment {VENV} with the {role}'s grader "
+                 f"{folders[role]} (`pip install -r requirements.txt` done?):\n{done.stderr[-2000:]}")
+        if not found["autograder"].startswith(f"{folders[role]}/") or found["grading"] != (role == "instructor"):
+            fail(f"as {user}, `import autograder` gives {found['autograder']} (grading part importable: "
+                 f"{found['grading']}), not the {role}'s grader in {folders[role]}: something else on "
+                 f"{VENV}'s path provides the package")
 
 
 def write(path: Path, text: str, mode: int = 0o644) -> None:
@@ -305,7 +425,8 @@ def remove_made(state: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(prog="hub/start", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="hub/start", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--instructor", default=os.environ.get("NL_HUB_INSTRUCTOR"), help="the instructor's Unix user")
     parser.add_argument("--students", default=os.environ.get("NL_HUB_STUDENTS", ""),
                         help="the students' Unix users, separated by spaces or commas")
@@ -313,7 +434,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--ip", default=os.environ.get("NL_HUB_IP", "127.0.0.1"))
     parser.add_argument("--port", type=int, default=int(os.environ.get("NL_HUB_PORT", "8000")))
     parser.add_argument("--state", type=Path, default=Path(os.environ.get("NL_HUB_STATE", HUB / "state")),
-                        help="the hub's state folder (default hub/state)")
+                        help="the hub's state folder (default hub/state; other users must be able to reach it)")
     parser.add_argument("--exchange", type=Path, default=None,
                         help="the nbgrader exchange (default <state>/exchange)")
     parser.add_argument("--prepare-only", action="store_true",
@@ -334,11 +455,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.instructor in students:
         fail("the instructor cannot also be a student")
     # Every check that needs nothing made comes first: a refusal leaves the machine as it was.
-    check_private()
     check_root_owned([REPO, VENV, VENV / "bin", HUB, state])
     check_interpreter()
+    check_no_package_copy()
+    check_state_reachable(state)
     if not os.access(PROXY, os.X_OK):
         subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=HUB, check=True)
+    if closed := close_repository():
+        print(f"hub/start: closed to other users (the students' servers need none of it): "
+              f"{', '.join(closed)} in {REPO}")
 
     state.mkdir(parents=True, exist_ok=True)
     state.chmod(0o711)  # the database and the cookie secret are root's; config/ and the exchange are not
@@ -348,7 +473,8 @@ def main(argv: list[str] | None = None) -> None:
         if stat.S_IMODE(os.stat(user.pw_dir).st_mode) & 0o077:
             print(f"hub/start: warning: {user.pw_dir} is open to other users; classmates can read "
                   f"{student}'s work there (chmod 700 {user.pw_dir})", file=sys.stderr)
-    check_environment(students[0])
+    folders = make_packages(state, instructor)
+    check_servers(folders, students[0], args.instructor)
 
     exchange = (args.exchange or state / "exchange").resolve()
     if not exchange.exists():

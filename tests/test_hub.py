@@ -151,25 +151,27 @@ def hub_users():
         assert not [n for n in created if run("id", n).returncode == 0], "a throw-away user was not removed"
 
 
-PRIVATE = ("solutions", ".git", "tests")  # what hub/start refuses to run with open to others
-
-
 @contextmanager
-def private_repo():
-    """`chmod -R go-rwx solutions .git tests` in REPO, as the guide says; the old modes after."""
-    modes = {}
-    for name in PRIVATE:
-        top = REPO / name
-        for path in [top, *top.rglob("*")] if top.is_dir() else [top] if top.exists() else []:
-            if not path.is_symlink():
-                modes[path] = stat_mode(path)
-                path.chmod(modes[path] & ~0o077)
+def repo_modes_kept():
+    """The modes of REPO's top-level entries, which hub/start closes to other users, put back after."""
+    modes = {path: stat_mode(path) for path in REPO.iterdir() if not path.is_symlink()}
     try:
         yield
     finally:
         for path, mode in modes.items():
             if path.exists():
                 path.chmod(mode)
+
+
+def instructor_material() -> list[Path]:
+    """What of REPO no student may read on the hub: the solutions and their history, the tests,
+    the instructor guide, the benchmarks, the README, the grader's source (its grading part, the
+    grade command and every exercise's hidden cases)."""
+    package = REPO / "autograder"
+    return [REPO / "solutions" / NOTEBOOK, REPO / ".git", REPO / "tests" / "catalogue.py",
+            REPO / "book" / "instructor" / "guide.md", REPO / "benchmarks", REPO / "README.md",
+            package, package / "grading", package / "grading" / "parts.py", package / "grade.py",
+            *sorted(package.rglob("hidden.py"))]
 
 
 def hub_passwords(state: Path) -> dict[str, str]:
@@ -363,6 +365,12 @@ def gradebook_scores(course: Path) -> tuple[float, dict[str, float]]:
             return assignment.max_score, {s.student.id: s.score for s in assignment.submissions}
 
 
+def environ_of(pid: int) -> dict[str, str]:
+    """The environment a process started with."""
+    raw = Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    return dict(entry.split("=", 1) for entry in raw.split("\0") if "=" in entry)
+
+
 def readable_by(user: str, path: Path) -> bool:
     """Whether ``user`` can list (a folder) or read (a file) ``path``."""
     command = ["ls", str(path)] if path.is_dir() else ["head", "-c", "1", str(path)]
@@ -420,7 +428,7 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
         timings[step] = round(time.monotonic() - start, 1)
 
     try:
-        with private_repo(), course_hub(hub_users, state) as (base, passwords, hub):
+        with repo_modes_kept(), course_hub(hub_users, state) as (base, passwords, hub):
             mark("hub up")
             port = int(base.rsplit(":", 1)[1])
             assert proxy_pids(port), "no configurable-http-proxy serves the hub"
@@ -431,10 +439,10 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
                 folder = exchange / COURSE_ID / name
                 assert folder.stat().st_uid == instructor.pw_uid and stat_mode(folder) == mode, (folder, oct(stat_mode(folder)))
             assert stat_mode(course) == 0o700 and course.stat().st_uid == instructor.pw_uid
-            # The hub runs from REPO, which every user can traverse: the solutions, their git
-            # history and the hidden-test catalogue are closed by their own modes.
+            # The servers run REPO's .venv, so every user traverses REPO: everything else of it
+            # is closed to them (tests/test_hub_start.py checks the imports in detail).
             for user in (s1, s2):
-                for private in (REPO / "solutions" / NOTEBOOK, REPO / ".git", REPO / "tests" / "catalogue.py"):
+                for private in instructor_material():
                     assert not readable_by(user, private), f"{user} can read {private}"
             # Each their own password: nobody logs in with another's.
             assert sorted(passwords) == sorted([inst, s1, s2]) and len(set(passwords.values())) == 3
@@ -511,6 +519,12 @@ def test_semester_on_the_hub(browser, hub_users, tmp_path):
             assert "Traceback" not in failing, failing
             pages[s2].locator(".jp-OutputArea-output", has_text="CheckFailed").first.scroll_into_view_if_needed()
             shot(pages[s2], "student2-grader-hint")
+            # The students' kernels import the student's copy of the grader that hub/start made.
+            for account in (student1, student2):
+                kernels = [pid for pid, _, command in user_pids({account.pw_uid}) if "ipykernel" in command]
+                assert kernels, f"no kernel of {account.pw_name}"
+                for pid in kernels:
+                    assert environ_of(pid).get("PYTHONPATH") == str(state.resolve() / "student"), environ_of(pid)
             mark("visible checks run")
 
             for index, user in enumerate([s1, s2]):

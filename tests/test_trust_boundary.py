@@ -459,7 +459,7 @@ def test_the_sandbox_keeps_an_environment_that_lives_under_tmp(tmp_path):
     # the package is shown as a read-only tmpfs of its student files
     package_init = PACKAGE_DIR / "__init__.py"
     for path in (Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR, package_init, tmp_path):
-        binds = [i for i, arg in enumerate(command) if arg in ("--ro-bind", "--bind", "--tmpfs") and command[i + 1] == str(path)
+        binds = [i for i, arg in enumerate(command) if arg in ("--ro-bind", "--ro-bind-try", "--bind", "--tmpfs") and command[i + 1] == str(path)
                  and i != tmpfs]
         # The last mount of a path wins: it must come after the tmpfs (/usr may be bound earlier too).
         assert binds and max(binds) > tmpfs, f"{path} is bound only before the sandbox's /tmp"

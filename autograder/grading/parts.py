@@ -2,37 +2,43 @@
 
 The student's side is the student's install (the student release, the hub's student
 environment) and, at grading time, the sandbox.  It gets the shared core, every exercise's
-visible checks, hints and observers, and the sandbox's runner.  It never gets:
+visible checks, hints and observers, and the sandbox's runner.
 
-* ``grading/``: the grader itself (it never runs student code, and students have no use for it);
-* ``grade.py``: the class-grading command, a front for ``grading``;
-* any ``hidden.py`` or other file named ``hidden.*`` (``hidden.pt``): an exercise's hidden cases
-  and their data, which only the grader draws;
-* ``__pycache__`` folders: compiled copies, which would carry a hidden module's constants.
+The rule is an allow-list: a file reaches the student only when
 
-One rule, used by the release (``tools/student_release.py``) and by the sandbox, which masks
-everything else of the package.
+* it is a Python module or a data file (``*.py``, ``*.pt``) whose name and folders are plain
+  lower-case identifiers, so editor and notebook droppings (``.ipynb_checkpoints/``,
+  ``.hidden.py.swp``, ``#checks.py#``, ``hidden-checkpoint.py``) never do;
+* no part of its path contains ``hidden`` (any case): an exercise's ``hidden.py``, ``hidden.pt``
+  and whatever else holds its hidden cases are the grader's alone;
+* it is not in ``grading/`` (the grader itself) or ``__pycache__/`` (compiled copies), and it is
+  not ``grade.py`` (the class-grading command).
+
+One rule, used by the release (``tools/student_release.py``), the hub's student copy
+(``hub/prepare.py``) and the sandbox (:func:`autograder.grading.sandbox.student_view`).
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path, PurePosixPath
 
 INSTRUCTOR_ONLY_FOLDERS = frozenset({"grading", "__pycache__"})
-INSTRUCTOR_ONLY_FILES = frozenset({"hidden.py"})
 INSTRUCTOR_ONLY_TOP_FILES = frozenset({"grade.py"})
+FOLDER = re.compile(r"[a-z_][a-z0-9_]*")
+FILE = re.compile(r"[a-z_][a-z0-9_]*\.(py|pt)")
 
 
 def is_student_file(relative: PurePosixPath | str) -> bool:
     """Whether a file, named relative to the package folder, belongs to the student's side."""
     parts = PurePosixPath(relative).parts
-    if not parts:
+    if not parts or any("hidden" in part.lower() for part in parts):
         return False
-    if any(part in INSTRUCTOR_ONLY_FOLDERS for part in parts[:-1]):
+    *folders, name = parts
+    if any(folder in INSTRUCTOR_ONLY_FOLDERS or not FOLDER.fullmatch(folder) for folder in folders):
         return False
-    name = parts[-1]
-    if name in INSTRUCTOR_ONLY_FILES or name.startswith("hidden.") or name.endswith(".pyc"):
+    if not FILE.fullmatch(name):
         return False
-    return not (len(parts) == 1 and name in INSTRUCTOR_ONLY_TOP_FILES)
+    return not (not folders and name in INSTRUCTOR_ONLY_TOP_FILES)
 
 
 def student_files(package_dir: Path) -> list[PurePosixPath]:
@@ -45,19 +51,3 @@ def student_files(package_dir: Path) -> list[PurePosixPath]:
             if is_student_file(relative):
                 found.append(relative)
     return sorted(found)
-
-
-def instructor_only_paths(package_dir: Path) -> list[Path]:
-    """What the sandbox must mask: instructor-only files and the topmost instructor-only
-    folders of the package, as absolute paths, sorted."""
-    package_dir = Path(package_dir)
-    masked: list[Path] = []
-    for path in sorted(package_dir.rglob("*")):
-        if path.is_symlink() or any(parent in masked for parent in path.parents):
-            continue
-        relative = PurePosixPath(path.relative_to(package_dir).as_posix())
-        if path.is_dir() and relative.name in INSTRUCTOR_ONLY_FOLDERS:
-            masked.append(path)
-        elif path.is_file() and not is_student_file(relative):
-            masked.append(path)
-    return masked

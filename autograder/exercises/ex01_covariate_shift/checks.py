@@ -17,7 +17,7 @@ import math
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, hidden_cases, integrity
+from autograder.core import engine, forbidden, withheld, integrity
 from autograder.core.batch_norm_hints import hint as batch_norm_hint
 from autograder.core.devices import default_device, devices_for
 from autograder.core.engine import FORWARD_ASPECTS, Case, Step
@@ -36,7 +36,7 @@ SATURATED_REL_TOL = 1e-6
 
 
 def _dtypes(full: bool) -> list[torch.dtype]:
-    return [torch.float32] + (hidden_cases.of(__package__).dtypes() if full else [])
+    return [torch.float32] + (withheld.of(__package__).dtypes() if full else [])
 
 
 def _recorded_outputs(model: nn.Module, x: torch.Tensor, names: list[str], pre: bool = False,
@@ -111,7 +111,7 @@ def check_activation_stats(activation_stats, full: bool = False) -> None:
     tool = student(activation_stats, "activation_stats")
     # (widths, layer names, saturation, batch, training mode, Linear followed by nn.ReLU(inplace=True))
     configs = [([6, 16, 16, 4], ["act1", "act2"], 0.05, 32, True, None)]
-    configs += hidden_cases.of(__package__).activation_configs() if full else []
+    configs += withheld.of(__package__).activation_configs() if full else []
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, names, saturation, batch, train, inplace_relu_after) in enumerate(configs):
@@ -175,7 +175,7 @@ def check_layer_input(layer_input, full: bool = False) -> None:
     tool = student(layer_input, "layer_input")
     # (widths, layer name, training mode, Linear followed by nn.ReLU(inplace=True) named "relu")
     configs = [([6, 16, 16, 4], "fc2", True, None)]
-    configs += hidden_cases.of(__package__).layer_input_configs() if full else []
+    configs += withheld.of(__package__).layer_input_configs() if full else []
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (widths, name, train, inplace_relu_after) in enumerate(configs):
@@ -235,7 +235,7 @@ def check_distribution_shift(distribution_shift, full: bool = False) -> None:
     integrity.check_untampered()
     function = student(distribution_shift, "distribution_shift")
     pairs = [((64, 5), 0.3, 1.5, False)]
-    pairs += hidden_cases.of(__package__).shift_pairs() if full else []
+    pairs += withheld.of(__package__).shift_pairs() if full else []
     for device in devices_for(full):
         for dtype in _dtypes(full):
             for seed, (shape, shift, scale, constant) in enumerate(pairs):
@@ -304,7 +304,7 @@ def _standardize_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
         cases += [_standardize_case(device, (8, 3), seed=1), _standardize_case(device, (6, 3, 5), seed=2)]
-        cases += hidden_cases.of(__package__).standardize_cases(device) if full else []
+        cases += withheld.of(__package__).standardize_cases(device) if full else []
     return cases
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, hidden_cases, integrity, structure
+from autograder.core import engine, forbidden, withheld, integrity, structure
 from autograder.core.batch_norm_hints import hint
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, FORWARD_ASPECTS, RAISES, Case, Step
@@ -52,7 +52,7 @@ def check_batch_mean_var(batch_mean_var, full: bool = False) -> None:
     integrity.check_untampered()
     function = student(batch_mean_var, "batch_mean_var")
     shapes = [((6, 3), 0.0, 1.0, F64), ((4, 3, 5), 0.0, 1.0, F64), ((2, 3, 5, 4), 0.0, 1.0, F64)]
-    shapes += hidden_cases.of(__package__).statistics_inputs() if full else []
+    shapes += withheld.of(__package__).statistics_inputs() if full else []
     for device in devices_for(full):
         for seed, (shape, mean, std, dtype) in enumerate(shapes):
             x = channel_input(shape, seed=seed, mean=mean, std=std).to(dtype).to(device)
@@ -115,7 +115,7 @@ def _training_cases(full: bool) -> list[Case]:
             _case("BatchNorm1d", (6, 3, 5), seed=2, **d),
             _case("BatchNorm2d", (2, 3, 5, 4), seed=3, note="N = 2, H ≠ W ≠ C", **d),
         ]
-        cases += hidden_cases.of(__package__).training_cases(device) if full else []
+        cases += withheld.of(__package__).training_cases(device) if full else []
     return cases
 
 
@@ -133,7 +133,7 @@ def _running_cases(full: bool) -> list[Case]:
             _case("BatchNorm2d", (2, 3, 5, 4), seed=22, note="N = 2, H ≠ W ≠ C", state=channel_state(3, 22, tracked=True), **d),
             _case("BatchNorm1d", (4, 3, 5), {"momentum": None}, seed=23, state=channel_state(3, 23, tracked=True), **d),
         ]
-        cases += hidden_cases.of(__package__).running_cases(device) if full else []
+        cases += withheld.of(__package__).running_cases(device) if full else []
     return cases
 
 
@@ -149,7 +149,7 @@ def _input_check_cases(full: bool) -> list[Case]:
             Case("BatchNorm1d", (4,), {}, _input_steps(("train", (5, 4, 3, 2)), ("train", (1, 4)), ("eval", (1, 4))), device=device),
             Case("BatchNorm2d", (3,), {}, _input_steps(("train", (2, 3, 4)), ("train", (1, 3, 1, 1)), ("eval", (1, 3, 1, 1))), device=device),
         ]
-        cases += hidden_cases.of(__package__).input_check_cases(device) if full else []
+        cases += withheld.of(__package__).input_check_cases(device) if full else []
     return cases
 
 
@@ -181,8 +181,8 @@ def check_module_contract(BatchNorm1d, BatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     classes = _classes(BatchNorm1d, BatchNorm2d)
     variants = [{}, {"affine": False}, {"track_running_stats": False}]
-    variants += hidden_cases.of(__package__).contract_variants() if full else []
-    dtypes = [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else [])
+    variants += withheld.of(__package__).contract_variants() if full else []
+    dtypes = [F32] + (withheld.of(__package__).contract_dtypes() if full else [])
     for layer, cls in classes.items():
         for device in devices_for(full):
             for dtype in dtypes:

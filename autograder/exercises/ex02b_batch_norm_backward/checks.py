@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
-from autograder.core import forbidden, hidden_cases, integrity
+from autograder.core import forbidden, withheld, integrity
 from autograder.exercises.ex02b_batch_norm_backward.formulas import Axes, input_gradient, normalized
 from autograder.core.formulas import standardize, statistic_misreadings
 from autograder.core.devices import devices_for
@@ -87,7 +87,7 @@ def _batch_norm_cases(full: bool) -> list[Case]:
         Case(channel_input((2, 3, 4, 4), seed=2), (3,), eps=1e-3),
         Case(channel_input((8, 3), seed=3, mean=100.0), (3,), F32, note="mean 100"),
     ]
-    cases += hidden_cases.of(__package__).batch_norm_cases() if full else []
+    cases += withheld.of(__package__).batch_norm_cases() if full else []
     return cases
 
 
@@ -98,7 +98,7 @@ def _layer_norm_cases(full: bool) -> list[Case]:
         Case(sample_input((3, 8), seed=13, mean=100.0), (8,), F32, note="mean 100"),
         Case(sample_input((2, 3, 4, 4), seed=14), (3, 4, 4), note="images, normalized over (C, H, W)"),
     ]
-    cases += hidden_cases.of(__package__).layer_norm_cases() if full else []
+    cases += withheld.of(__package__).layer_norm_cases() if full else []
     return cases
 
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from autograder.core import engine, forbidden, hidden_cases, integrity, structure
+from autograder.core import engine, forbidden, withheld, integrity, structure
 from autograder.exercises.ex03_layer_norm import siglip_reference
 from autograder.core.devices import devices_for
 from autograder.core.engine import FORWARD_ASPECTS, RAISES, Case, Finding, Step
@@ -115,7 +115,7 @@ def _forward_cases(full: bool) -> list[Case]:
             _case((2, 5, 8), 8, seed=1, note="tokens (B, T, D)", **d),
             _case((3, 4, 5, 6), (4, 5, 6), seed=2, note="images (N, C, H, W) over (C, H, W)", **d),
         ]
-        cases += hidden_cases.of(__package__).forward_cases(device) if full else []
+        cases += withheld.of(__package__).forward_cases(device) if full else []
     return cases
 
 
@@ -128,7 +128,7 @@ def _input_check_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
         cases.append(Case("LayerNorm", (4,), {"elementwise_affine": False}, _input_steps((3, 5), (2, 4)), device=device))
-        cases += hidden_cases.of(__package__).input_check_cases(device) if full else []
+        cases += withheld.of(__package__).input_check_cases(device) if full else []
     return cases
 
 
@@ -158,8 +158,8 @@ def check_module_contract(LayerNorm, full: bool = False) -> None:
     __tracebackhide__ = True
     LayerNorm = _check_class(LayerNorm)
     variants = [((6,), {}), ((6,), {"elementwise_affine": False}), (((2, 3),), {"bias": False})]
-    variants += hidden_cases.of(__package__).contract_variants() if full else []
-    dtypes = [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else [])
+    variants += withheld.of(__package__).contract_variants() if full else []
+    dtypes = [F32] + (withheld.of(__package__).contract_dtypes() if full else [])
     attributes = ("normalized_shape", "eps", "elementwise_affine")
     for device in devices_for(full):
         for dtype in dtypes:
@@ -352,7 +352,7 @@ def check_siglip_encoder(SiglipVisionTransformer, LayerNorm, full: bool = False)
     _check_class(LayerNorm)
     configs, stored, fresh = dict(siglip_reference.CONFIGS), siglip_reference.load(), {}
     if full:
-        hidden = hidden_cases.of(__package__)
+        hidden = withheld.of(__package__)
         configs |= hidden.encoder_configs()
         stored |= hidden.stored_references()
         fresh = hidden.fresh_references(configs, stored)

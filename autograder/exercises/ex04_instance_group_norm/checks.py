@@ -8,7 +8,7 @@ from __future__ import annotations
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, hidden_cases, integrity, structure
+from autograder.core import engine, forbidden, withheld, integrity, structure
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, OUTPUT, RAISES, Case, Finding, Step
 from autograder.core.inputs import channel_input, channel_state
@@ -184,7 +184,7 @@ def _group_cases(full: bool) -> list[Case]:
             # are judged against torch's float64 answer (autograder.core.numerics)
             _case("GroupNorm", (3, 6), (2, 6, 4, 5), dtype=F32, seed=15, layout="channels_last", **d),
         ]
-        cases += hidden_cases.of(__package__).group_cases(device) if full else []
+        cases += withheld.of(__package__).group_cases(device) if full else []
     return cases
 
 
@@ -201,7 +201,7 @@ def _instance_cases(full: bool) -> list[Case]:
             _case("InstanceNorm2d", (3,), (2, 3, 4, 5), {"affine": True, "track_running_stats": True}, seed=22,
                   steps=TRACKED_STEPS, **d),
         ]
-        cases += hidden_cases.of(__package__).instance_cases(device) if full else []
+        cases += withheld.of(__package__).instance_cases(device) if full else []
     return cases
 
 
@@ -222,7 +222,7 @@ def _group_input_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
         cases.append(Case("GroupNorm", (2, 4), {"affine": False}, _group_input_steps((2, 4, 3), (2, 5, 3)), device=device))
-        cases += hidden_cases.of(__package__).group_input_cases(device) if full else []
+        cases += withheld.of(__package__).group_input_cases(device) if full else []
     return cases
 
 
@@ -231,7 +231,7 @@ def _instance_input_cases(full: bool) -> list[Case]:
     for device in devices_for(full):
         cases.append(Case("InstanceNorm2d", (3,), {"affine": True}, _instance_input_steps((2, 3, 4, 4), (2, 4, 4, 4)),
                           device=device))
-        cases += hidden_cases.of(__package__).instance_input_cases(device) if full else []
+        cases += withheld.of(__package__).instance_input_cases(device) if full else []
     return cases
 
 
@@ -271,10 +271,10 @@ def check_group_norm_contract(GroupNorm, full: bool = False) -> None:
         fail("GroupNorm(3, 8) was built, but 8 channels cannot form 3 equal groups: raise "
              "ValueError(\"num_channels (8) must be divisible by num_groups (3)\") in the constructor, as torch does.")
     variants = [((4, 8), {}), ((2, 6), {"affine": False})]
-    variants += hidden_cases.of(__package__).group_contract_variants() if full else []
+    variants += withheld.of(__package__).group_contract_variants() if full else []
     attributes = ("num_groups", "num_channels", "eps", "affine")
     for device in devices_for(full):
-        for dtype in [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else []):
+        for dtype in [F32] + (withheld.of(__package__).contract_dtypes() if full else []):
             for args, kwargs in variants:
                 structure.compare_structure(GroupNorm, nn.GroupNorm, args, kwargs, device, dtype, "GroupNorm",
                                             attributes, GROUP_PARAMETERS, "GroupNorm keeps no running statistics, so it has no buffers.")
@@ -293,10 +293,10 @@ def check_instance_norm_contract(InstanceNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     InstanceNorm2d = _check_class(InstanceNorm2d, "InstanceNorm2d")
     variants = [{}, {"affine": True}, {"track_running_stats": True}]
-    variants += hidden_cases.of(__package__).instance_contract_variants() if full else []
+    variants += withheld.of(__package__).instance_contract_variants() if full else []
     attributes = ("num_features", "eps", "momentum", "affine", "track_running_stats")
     for device in devices_for(full):
-        for dtype in [F32] + (hidden_cases.of(__package__).contract_dtypes() if full else []):
+        for dtype in [F32] + (withheld.of(__package__).contract_dtypes() if full else []):
             for kwargs in variants:
                 structure.compare_structure(InstanceNorm2d, nn.InstanceNorm2d, (5,), kwargs, device, dtype,
                                             "InstanceNorm2d", attributes)

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import torch
 
-from autograder.core import hidden_cases, integrity
+from autograder.core import withheld, integrity
 from autograder.exercises.ex05_data_vs_layer_norm.hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, inverse_hint, shape_hint, statistic_hint, transform_hint
 from autograder.core.devices import devices_for
 from autograder.core.inputs import channel_input
@@ -250,7 +250,7 @@ def _fit_data(full: bool) -> list[Data]:
         Data((3, 4), F64, seed=3, note="N = 3"),
         Data((64, 4), F32, mean=1e3, seed=6),
     ]
-    return visible + (hidden_cases.of(__package__).fit_data() if full else [])
+    return visible + (withheld.of(__package__).fit_data() if full else [])
 
 
 def _statistic_gap(value: torch.Tensor, same: torch.Tensor, exact: torch.Tensor) -> Discrepancy | None:
@@ -332,7 +332,7 @@ def _transform_data(full: bool) -> list[Data]:
         Data((7, 5), F64, seed=12, constant=((1, 0.0), (3, 0.1)), note="features 1 and 3 constant, 0 and 0.1"),
         Data((10, 4), F32, mean=3.0, std=2.0, seed=13),
     ]
-    return visible + (hidden_cases.of(__package__).transform_data() if full else [])
+    return visible + (withheld.of(__package__).transform_data() if full else [])
 
 
 def _check_output(value: dict, like: torch.Tensor, what: str) -> torch.Tensor:
@@ -471,7 +471,7 @@ def _image_data(full: bool) -> list[Data]:
         Data((4, 3, 5, 6), F64, mean=1.0, std=2.0, seed=21, note="H ≠ W ≠ C"),
         Data((4, 3, 5, 6), F32, seed=22),
     ]
-    return visible + (hidden_cases.of(__package__).image_data() if full else [])
+    return visible + (withheld.of(__package__).image_data() if full else [])
 
 
 def _as_features(x: torch.Tensor) -> torch.Tensor:
@@ -574,7 +574,7 @@ def _batch_norm_data(full: bool) -> list[Data]:
         Data((10, 4), F64, mean=1.0, std=1e-2, seed=31, constant=((2, 0.0),), note="feature 2 constant"),
         Data((3, 3, 4, 5), F32, mean=2.0, std=0.05, seed=32),
     ]
-    return visible + (hidden_cases.of(__package__).batch_norm_data() if full else [])
+    return visible + (withheld.of(__package__).batch_norm_data() if full else [])
 
 
 def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:

@@ -24,7 +24,7 @@ import torch
 from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
-from autograder.core import batch_norm_hints, engine, forbidden, hidden_cases, integrity
+from autograder.core import batch_norm_hints, engine, forbidden, withheld, integrity
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, BUFFERS, OUTPUT, Case, Finding, Step
 from autograder.core.inputs import channel_input, channel_state, random_tensor
@@ -82,7 +82,7 @@ def _ghost_cases(full: bool) -> list[Case]:
             _ghost_case((12, 3, 4, 4), 4, seed=2, **d),
             _ghost_case((10, 3), 4, note="the last virtual batch holds 2", seed=3, **d),
         ]
-        cases += (hidden_cases.of(__package__).ghost_cases(device) if full else [])
+        cases += (withheld.of(__package__).ghost_cases(device) if full else [])
     return cases
 
 
@@ -188,7 +188,7 @@ def _rate_hint(got, w, lr, exact) -> str | None:
 def _diagnostic_cases(full: bool) -> list[tuple[tuple, float, torch.dtype]]:
     """(shape of w, lr, dtype): the visible cases, then (``full``) the hidden ones."""
     cases = [((4, 3), 0.1, F64), ((6, 3, 3, 3), 0.01, F32)]
-    return cases + (hidden_cases.of(__package__).diagnostic_cases() if full else [])
+    return cases + (withheld.of(__package__).diagnostic_cases() if full else [])
 
 
 def _dtype_name(dtype) -> str:
@@ -268,7 +268,7 @@ def _fold_cases(full: bool) -> list[tuple[dict, dict, torch.dtype, str]]:
         ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "padding": 1}, {"num_features": 4}, F64, ""),
         ({"in_channels": 3, "out_channels": 4, "kernel_size": 3, "bias": False}, {"num_features": 4}, F64, "no conv bias"),
     ]
-    return cases + (hidden_cases.of(__package__).fold_cases() if full else [])
+    return cases + (withheld.of(__package__).fold_cases() if full else [])
 
 
 def _module_states(conv_kwargs, bn_kwargs, seed):

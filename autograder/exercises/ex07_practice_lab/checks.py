@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 from torch.optim import swa_utils
 
-from autograder.core import batch_norm_hints, engine, forbidden, hidden_cases, structure
+from autograder.core import batch_norm_hints, engine, forbidden, withheld, structure
 from autograder.exercises.ex03_layer_norm import checks as layer_norm
 from autograder.core.devices import devices_for
 from autograder.core.engine import ALL_ASPECTS, BUFFERS, FORWARD_ASPECTS, GRAD_INPUT, OUTPUT, Case, Finding, Step
@@ -271,7 +271,7 @@ def _judge_replicas(case: _ReplicaCase, reports: list) -> None:
 
 def _replica_cases(full: bool) -> list[_ReplicaCase]:
     cases = [_ReplicaCase([2, 3], seed=1), _ReplicaCase([3, 3], dtype=F32, mean=5.0, seed=2, note="float32, mean 5")]
-    return cases + (hidden_cases.of(__package__).replica_cases() if full else [])
+    return cases + (withheld.of(__package__).replica_cases() if full else [])
 
 
 def _single_process_case(shape, kwargs=None, seed=0, modes=("train", "train", "eval"), **d) -> Case:
@@ -285,7 +285,7 @@ def _single_process_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
         cases.append(_single_process_case((4, 3, 2, 2), seed=20, device=device))
-        cases += (hidden_cases.of(__package__).single_process_cases(device) if full else [])
+        cases += (withheld.of(__package__).single_process_cases(device) if full else [])
     return cases
 
 
@@ -300,7 +300,7 @@ def check_sync_batch_norm(SyncBatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     cls = forbidden.own_classes((SyncBatchNorm2d, SYNC))[0]
     attributes = ("num_features", "eps", "momentum", "affine", "track_running_stats")
-    for kwargs in [{}] + (hidden_cases.of(__package__).sync_structure_kwargs() if full else []):
+    for kwargs in [{}] + (withheld.of(__package__).sync_structure_kwargs() if full else []):
         structure.compare_structure(cls, nn.BatchNorm2d, (3,), kwargs, CPU, F32, SYNC, attributes)
     for case in _single_process_cases(full):
         engine.compare_case(cls, nn.BatchNorm2d, case, ALL_ASPECTS, batch_norm_hints.hint, SYNC)
@@ -367,7 +367,7 @@ def _masked_cases(full: bool) -> list[Case]:
         d = dict(device=device)
         cases += [_masked_case([5, 2, 4], seed=1, **d),
                   _masked_case([3, 1], dtype=F32, seed=2, pad_value=100.0, note="padding filled with 100", **d)]
-        cases += (hidden_cases.of(__package__).masked_cases(device) if full else [])
+        cases += (withheld.of(__package__).masked_cases(device) if full else [])
     return cases
 
 
@@ -472,7 +472,7 @@ def _frozen_cases(full: bool) -> list[Case]:
     cases = []
     for device in devices_for(full):
         cases.append(_frozen_case((4, 3, 3, 3), seed=1, device=device))
-        cases += (hidden_cases.of(__package__).frozen_cases(device) if full else [])
+        cases += (withheld.of(__package__).frozen_cases(device) if full else [])
     return cases
 
 
@@ -529,7 +529,7 @@ def check_frozen_batch_norm(FrozenBatchNorm2d, full: bool = False) -> None:
     __tracebackhide__ = True
     cls = forbidden.own_classes((FrozenBatchNorm2d, FROZEN))[0]
     for device in devices_for(full):
-        for kwargs in [{}] + (hidden_cases.of(__package__).frozen_structure_kwargs() if full else []):
+        for kwargs in [{}] + (withheld.of(__package__).frozen_structure_kwargs() if full else []):
             structure.compare_structure(cls, FrozenReference, (3,), kwargs, device, F32, FROZEN, ("eps",),
                                         FROZEN_BUFFERS, FROZEN_BUFFERS)
         _check_loads_batch_norm(cls, device)
@@ -564,7 +564,7 @@ def _recalibration_setting(seed: int, momenta=(0.1, None, 0.3), training=True, s
 def _recalibration_cases(full: bool) -> list[tuple[str, int, dict]]:
     cases = [("a model in training mode, a loader of input batches", 1, {}),
              ("a model in eval mode, a loader of (input, target) pairs", 2, {"training": False, "pairs": True})]
-    return cases + (hidden_cases.of(__package__).recalibration_cases() if full else [])
+    return cases + (withheld.of(__package__).recalibration_cases() if full else [])
 
 
 def _batch_norm_layers(spec: dict) -> dict[str, str]:
@@ -758,7 +758,7 @@ def _half_cases(full: bool) -> list[Case]:
             _half_case((4, 6, 64), 64, std=300.0, seed=1, note="std 300: (x − μ)² overflows float16 (max 65504)", **d),
             _half_case((3, 5, 32), 32, dtype=BF16, mean=1000.0, seed=2, note="mean 1000", **d),
         ]
-        cases += (hidden_cases.of(__package__).half_cases(device) if full else [])
+        cases += (withheld.of(__package__).half_cases(device) if full else [])
     return cases
 
 

@@ -1,7 +1,7 @@
 """Hidden cases of exercise 07: the cases the hidden tests add to each part's visible ones.
 
 Only the grader holds this file (:mod:`autograder.grading.parts`). The checks reach it through
-:func:`autograder.core.hidden_cases.of` when ``full=True`` and run these cases after the visible ones.
+:func:`autograder.core.withheld.of` when ``full=True`` and run these cases after the visible ones.
 """
 from __future__ import annotations
 

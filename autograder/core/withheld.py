@@ -1,4 +1,4 @@
-"""Reach an exercise's hidden cases, which only the grader holds.
+"""Reach an exercise's hidden cases, which only the grader holds (withheld from the student).
 
 Each exercise keeps the cases its hidden tests add in ``autograder/exercises/<exercise>/hidden.py``.
 The student's package and the grading sandbox do not contain that file

@@ -28,7 +28,13 @@ def test_the_secret_draws_new_values_the_same_every_time():
         state = inputs.channel_state(3, seed=7, tracked=True)
     with seeding.course_secret(bytes(32)):
         other = inputs.channel_input(shape, seed=7)
+    with seeding.course_secret(SECRET, "02_batch_norm/ada"):
+        ada, ada_again = inputs.channel_input(shape, seed=7), inputs.channel_input(shape, seed=7)
+    with seeding.course_secret(SECRET, "02_batch_norm/bob"):
+        bob = inputs.channel_input(shape, seed=7)
     assert torch.equal(course, again) and not torch.equal(course, package) and not torch.equal(course, other)
+    # each student has inputs of their own, the same at every grading of their submission
+    assert torch.equal(ada, ada_again) and not torch.equal(ada, bob) and not torch.equal(ada, course)
     assert torch.equal(package, inputs.channel_input(shape, seed=7)), "outside grading the seeds are as they are"
     # The same family: channel c still has mean about c.
     means = course.mean(dim=(0, 2))

@@ -8,7 +8,8 @@ For every notebook it grades, :class:`SandboxedExecute`
 2. runs the student's cells (and the locked set-up cells) in that kernel, as nbgrader would;
 3. runs each test cell whose source is the gradebook's, hidden tests included, in this process
    (:mod:`autograder.grading.testcell`), with every input drawn from the course's secret
-   (:mod:`autograder.grading.course_secret`): it asks the kernel to serve the student's objects on a
+   (:mod:`autograder.grading.course_secret`) and the submission's assignment and student: it
+   asks the kernel to serve the student's objects on a
    Unix socket in the scratch folder (:func:`autograder.sandbox.agent.serve`), drives them from
    here, and writes the cell's outputs (a printed line, or the check's message) itself;
 4. shuts the kernel down (the sandbox and everything in it end) and deletes the scratch folder.
@@ -166,7 +167,9 @@ class SandboxedExecute(Execute):
                 check_available(self._sandbox())
             self._workdir = workdir
             resources.setdefault("metadata", {})["path"] = str(workdir)
-            with seeding.course_secret(self.course_secret()):  # every input drawn from it, hidden ones too
+            submission = resources.get("nbgrader", {})
+            context = f"{submission.get('assignment', '')}/{submission.get('student', '')}"
+            with seeding.course_secret(self.course_secret(), context):  # every input drawn from it, per student
                 graded = super().preprocess(nb, resources)  # nbclient owns the kernel: it shuts it down
             mark_status(self.status_file, resources.get("nbgrader", {}).get("student", ""), "done")
             return graded

@@ -1,6 +1,8 @@
 """Which files of the grader reach the student's side: the allow-list of autograder.grading.parts."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from autograder.grading import parts
@@ -36,3 +38,33 @@ def test_the_student_files_of_this_package_hold_every_exercise_and_no_hidden_cas
     exercises = sorted(p.name for p in (REPO / "autograder" / "exercises").iterdir() if p.name.startswith("ex"))
     assert exercises and all(f"exercises/{ex}/checks.py" in found for ex in exercises)
     assert not [name for name in found if "hidden" in name or name.startswith("grading/")]
+
+
+def test_a_grader_without_the_hidden_cases_refuses_to_grade(tmp_path):
+    """A student's install (no hidden.py) must never grade: every hidden test would fail."""
+    import shutil
+    import subprocess
+    import sys
+
+    student = tmp_path / "autograder"
+    for name in parts.student_files(REPO / "autograder"):
+        (student / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(REPO / "autograder" / name, student / name)
+    code = ("from autograder.core import withheld\n"
+            "try:\n    withheld.check_present()\nexcept withheld.HiddenCasesUnavailable as e:\n    print('refused:', e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={"PYTHONPATH": str(tmp_path), "PATH": "/usr/bin:/bin"}, timeout=120)
+    assert done.stdout.startswith("refused: this grader has no hidden cases for ex01_covariate_shift"), done.stderr
+    from autograder.core import withheld
+    withheld.check_present()  # the instructor's install has them all
+
+
+def test_a_course_inside_a_folder_the_sandbox_shows_is_refused(tmp_path):
+    import sys
+
+    from autograder.grading import sandbox
+    with pytest.raises(sandbox.SandboxUnavailable, match="move the course elsewhere"):
+        sandbox.check_course_outside(Path("/usr/local/src/course"))
+    with pytest.raises(sandbox.SandboxUnavailable):
+        sandbox.check_course_outside(Path(sys.prefix) / "course")
+    sandbox.check_course_outside(tmp_path)  # the tests' courses live in the temp folder

@@ -10,6 +10,7 @@ the instructor's test cells pass.
 from __future__ import annotations
 
 import importlib
+from pathlib import Path
 from types import ModuleType
 
 
@@ -30,3 +31,18 @@ def of(exercise_package: str) -> ModuleType:
         raise HiddenCasesUnavailable(
             "the hidden cases of this exercise are not part of your install: they run when your "
             "instructor grades the notebook. Run the check without full=True.") from None
+
+
+def check_present() -> None:
+    """Raise :class:`HiddenCasesUnavailable` unless every exercise's hidden cases can be loaded:
+    the grader checks it before any student, so an install without them never grades a class
+    (every hidden test would fail, and every student lose its points)."""
+    package = Path(__file__).resolve().parent.parent / "exercises"
+    for folder in sorted(p for p in package.iterdir() if (p / "checks.py").is_file()):
+        name = f"autograder.exercises.{folder.name}"
+        try:
+            importlib.import_module(f"{name}.hidden")
+        except ImportError:
+            raise HiddenCasesUnavailable(
+                f"this grader has no hidden cases for {folder.name} ({folder / 'hidden.py'}): it is a "
+                "student's install. Grade with the instructor's repository and its environment.") from None

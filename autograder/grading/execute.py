@@ -53,7 +53,8 @@ from traitlets import Bool, Integer, Unicode
 from autograder.core import seeding
 from autograder.grading import course_secret, testcell
 from autograder.grading.kernel import SandboxedKernelManager
-from autograder.grading.sandbox import Sandbox, check_available, scratch_root
+from autograder.core import withheld
+from autograder.grading.sandbox import Sandbox, check_available, check_course_outside, scratch_root
 from autograder.grading.scrub import execution_count
 from autograder.core.side import RemoteSide
 
@@ -163,7 +164,9 @@ class SandboxedExecute(Execute):
         workdir.mkdir()
         self._fill_workdir(path, workdir, resources)
         try:
+            withheld.check_present()  # never a silent 0 for a grader without the hidden cases
             if self.sandboxed:
+                check_course_outside(self.course_root())
                 check_available(self._sandbox())
             self._workdir = workdir
             resources.setdefault("metadata", {})["path"] = str(workdir)
@@ -177,11 +180,14 @@ class SandboxedExecute(Execute):
             resources.setdefault("metadata", {})["path"] = str(path)
             shutil.rmtree(self._scratch, ignore_errors=True)
 
-    def course_secret(self) -> bytes:
-        """The course's secret, from the course directory (made there the first time)."""
+    def course_root(self) -> Path:
         from nbgrader.coursedir import CourseDirectory
 
-        return course_secret.read_or_create(Path(CourseDirectory(config=self.config).root))
+        return Path(CourseDirectory(config=self.config).root)
+
+    def course_secret(self) -> bytes:
+        """The course's secret, from the course directory (made there the first time)."""
+        return course_secret.read_or_create(self.course_root())
 
     def _fill_workdir(self, path: Path, workdir: Path, resources) -> None:
         """The graded notebook as submitted and the release's data files, nothing else: a helper

@@ -39,7 +39,8 @@ from autograder.grading import course_secret, gradebook, not_graded, record
 from autograder.grading.picture import class_picture
 from autograder.grading.report import Outcome, inspect_submission, part_maxima, part_names, print_report, printable
 from autograder.grading.rescore import checked_result
-from autograder.grading.sandbox import Sandbox, SandboxUnavailable, WrongPackage, check_available
+from autograder.core import withheld
+from autograder.grading.sandbox import Sandbox, SandboxUnavailable, WrongPackage, check_available, check_course_outside
 from autograder.grading.schedulers import InsecureCluster, cluster_security, make_scheduler
 from autograder.grading.task import (
     BatchJob,
@@ -123,8 +124,13 @@ def grade_class(course: Path, assignment: str, workers: int, limits: Limits, bat
     if not gradebook.has_assignment(course, assignment):
         raise SystemExit(f"the gradebook {gradebook.describe(gradebook.db_url(course))} does not know {assignment} "
                          f"(a fresh course copy?): run `nbgrader generate_assignment {assignment} --force` first")
+    try:
+        withheld.check_present()
+    except withheld.HiddenCasesUnavailable as error:
+        raise SystemExit(f"Refusing to grade before any student: {error}") from None
     if limits.sandboxed:
         try:
+            check_course_outside(course)
             check_available(Sandbox(memory_mb=limits.memory_mb, gpu=limits.gpu))
         except WrongPackage as error:
             raise SystemExit(f"Refusing to grade before any student: {error}") from None

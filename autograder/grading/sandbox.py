@@ -303,6 +303,24 @@ def hardening() -> list[str]:
 _CHECKED: str | None = None
 
 
+def shown_folders() -> list[Path]:
+    """The host folders a sandbox shows (read-only): the system's, the environment's, the package's."""
+    folders = [Path(p) for p in SYSTEM_DIRS + LINKED_DIRS if os.path.isdir(p)]
+    return [p.resolve() for p in folders] + [Path(sys.prefix).resolve(), Path(sys.base_prefix).resolve(), PACKAGE_DIR]
+
+
+def check_course_outside(course: Path) -> None:
+    """Refuse a course that lies inside a folder the sandbox shows: its secret, gradebook, other
+    students' files and solutions would be readable there (the sandbox's user is the grader's
+    own, so owner-only modes would not keep them out)."""
+    course = Path(course).resolve()
+    for folder in shown_folders():
+        if course == folder or folder in course.parents:
+            raise SandboxUnavailable(
+                f"the course {course} lies inside {folder}, which every sandbox shows to student code: "
+                "move the course elsewhere (for example under /srv or the instructor's home)")
+
+
 def check_available(sandbox: Sandbox | None = None) -> None:
     """Raise :class:`SandboxUnavailable` unless a sandboxed Python starts here (checked once)."""
     global _CHECKED

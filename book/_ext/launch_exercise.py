@@ -114,8 +114,8 @@ def point_repository_buttons(app, config) -> None:
     options = config.html_theme_options
     student = config.student_repository_url
     if is_placeholder(student):
+        # repository_url stays: the theme's launch menu needs it to build (relaunch replaces it)
         options.update({key: False for key in REPOSITORY_BUTTONS})
-        options.pop("repository_url", None)
     else:
         options["repository_url"] = student.rstrip("/").removesuffix(".git")
         options["repository_branch"] = config.student_repository_branch or "main"

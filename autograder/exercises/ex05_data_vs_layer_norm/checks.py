@@ -49,9 +49,9 @@ LAYER_TENSORS = ("running_mean", "running_var", "weight", "bias")
 
 # --- the reference ----------------------------------------------------------------------------
 
-BOOK = ("\nLikely cause: not named in your install (the hints that name it run when your instructor "
-        "grades). Compare your code with the formulas in chapter 5, book/05_data_vs_layer_norm.md, section "
-        "'Data normalization: outside the model'.")
+BOOK = ("\nCompare your code with the standardization formulas in chapter 5, book/05_data_vs_layer_norm.md, "
+        "section 'Data normalization: outside the model' (the hints that name the likely mistake in transform "
+        "and inverse_transform run when your instructor grades).")
 
 
 def _reference():

@@ -57,6 +57,8 @@ OUT_OF_TORCH = "took the data out of torch"
 CHEATS = {
     "cheat_sklearn_roundtrip": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
     "cheat_numpy_arrays": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
+    # the student's package holds only the scikit-learn reference (reference.py)
+    "cheat_grader_reference": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
     "cheat_patch_equal": tampering(PARTS),
     "cheat_bn_subclass": no_points("batch_norm"),
     "cheat_bn_forward_hook": no_points("batch_norm"),

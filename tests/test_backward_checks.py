@@ -47,7 +47,9 @@ CHEATS = {
     "cheat_func_vjp": no_points(*BOTH),
     "cheat_func_jacfwd": no_points(*BOTH),
     "cheat_thread_autograd": no_points(*BOTH),
-    "cheat_grader_formula": no_points(*BOTH),
+    # the grader's closed form is grader-only (hidden_formulas.py): in the sandbox its import
+    # fails, so the cell that defines the Functions fails and nothing is defined
+    "cheat_grader_formula": dict.fromkeys(BOTH, "does not define `"),
 }
 CATALOGUE = Catalogue(ASSIGNMENT, PARTS, BUGS, CHEATS)
 

@@ -13,7 +13,7 @@ import torch
 from sklearn.preprocessing import StandardScaler
 
 from autograder import CheckFailed
-from autograder.exercises.ex05_data_vs_layer_norm import checks
+from autograder.exercises.ex05_data_vs_layer_norm import checks, hidden_reference, reference
 from autograder.core.numerics import FLOAT64_RTOL
 from catalogue import Catalogue, no_points, tampering
 
@@ -57,6 +57,8 @@ OUT_OF_TORCH = "took the data out of torch"
 CHEATS = {
     "cheat_sklearn_roundtrip": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
     "cheat_numpy_arrays": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
+    # the student's package holds only the scikit-learn reference (reference.py)
+    "cheat_grader_reference": dict.fromkeys(["fit", "transform", "images"], OUT_OF_TORCH),
     "cheat_patch_equal": tampering(PARTS),
     "cheat_bn_subclass": no_points("batch_norm"),
     "cheat_bn_forward_hook": no_points("batch_norm"),
@@ -107,16 +109,36 @@ def test_the_reference_is_scikit_learns_standard_scaler(part):
     for data in _all_data()[part]:
         x, new = data.train("cpu"), data.new("cpu")
         scaler = StandardScaler().fit(_table(x))  # float32 data: scikit-learn accumulates in float64
-        exact = checks.exact_statistics(x)
+        exact = hidden_reference.exact_statistics(x)
         # Far closer than the float64 tolerance of the checks, 1e-9 of max(1, |value|): 100 times
         # for the statistics, 10 times for outputs (at mean 1e3 and std 1e-3 one rounding of the
         # mean, 1e-13, moves (x − mean) / scale by 1e-10 in any float64 algorithm).
         for name, ours in (("mean_", exact.mean), ("var_", exact.var), ("scale_", exact.scale)):
             np.testing.assert_allclose(ours.numpy(), getattr(scaler, name), rtol=1e-11, atol=1e-11, err_msg=f"{data} {name}")
         expected = scaler.transform(_table(new).astype(np.float64))
-        ours = checks.standardized(new.double(), exact.mean, exact.scale)
+        ours = hidden_reference.standardized(new.double(), exact.mean, exact.scale)
         allowed = 0.1 * FLOAT64_RTOL * max(1.0, float(np.abs(expected).max()))
         np.testing.assert_allclose(_table(ours), expected, rtol=0, atol=allowed, err_msg=str(data))
+
+
+@pytest.mark.parametrize("part", ["fit", "transform", "images", "batch_norm"])
+def test_the_student_installs_reference_is_the_graders(part):
+    """Where the grader's reference is missing (the student's install), the visible checks ask
+    scikit-learn (reference.py): on every configuration it agrees with the grader's far inside the
+    checks' tolerance, so a visible check passes and fails there as it does when graded."""
+    for data in _all_data()[part]:
+        x, new, z = data.train("cpu"), data.new("cpu"), data.codes("cpu")
+        theirs, ours = reference.exact_statistics(x), hidden_reference.exact_statistics(x)
+        for name in ("mean_", "var_", "scale_"):
+            torch.testing.assert_close(theirs.get(name), ours.get(name), rtol=1e-11, atol=1e-11, msg=f"{data} {name}")
+        assert torch.equal(theirs.constant, ours.constant), data
+        allowed = 0.1 * FLOAT64_RTOL
+        for function in ("standardized", "inverse"):
+            for values in (new, z):
+                got = getattr(reference, function)(values, ours.mean, ours.scale)
+                expected = getattr(hidden_reference, function)(values.double(), ours.mean, ours.scale).to(values.dtype)
+                assert got.dtype == values.dtype and got.shape == values.shape, data
+                torch.testing.assert_close(got, expected, rtol=allowed, atol=allowed, msg=f"{data} {function}")
 
 
 def test_constant_features_are_those_scikit_learn_sees_as_constant():

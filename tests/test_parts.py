@@ -68,3 +68,108 @@ def test_a_course_inside_a_folder_the_sandbox_shows_is_refused(tmp_path):
     with pytest.raises(sandbox.SandboxUnavailable):
         sandbox.check_course_outside(Path(sys.prefix) / "course")
     sandbox.check_course_outside(tmp_path)  # the tests' courses live in the temp folder
+# --- the student's view: the visible checks of 02b and 05 without the grader-only references -----
+
+# Run in a subprocess whose PYTHONPATH is a copy of the student's files only: each submission's
+# set-up cell, code and given cells, then each visible check cell of the released notebook, as a
+# student's kernel runs them. A check cell's verdict: None (passed) or the CheckFailed message;
+# any other exception is a crash and fails the run.
+STUDENT_KERNEL = r'''
+import json, sys
+from pathlib import Path
+
+import autograder
+from autograder import CheckFailed
+
+assert Path(autograder.__file__).resolve().is_relative_to(Path.cwd().resolve()), autograder.__file__
+results = {}
+for label, (source, cells) in json.loads(sys.stdin.read()).items():
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, label, "exec"), namespace)
+    verdicts = []
+    for cell in cells:
+        try:
+            exec(compile(cell, label + " (check cell)", "exec"), namespace)
+        except CheckFailed as failure:
+            verdicts.append(str(failure))
+        else:
+            verdicts.append(None)
+    results[label] = verdicts
+print(json.dumps(results))
+'''
+# Distinctive lines of the grader-only references: the closed-form backward and the standardizer.
+SOLUTION_LINES = {
+    "exercises/ex02b_batch_norm_backward/hidden_formulas.py": [
+        "var, mean = torch.var_mean(x, dim=axes.stat_dims, correction=correction, keepdim=True)",
+        "out = out - xhat * reduce(ghat * xhat, dim=d, keepdim=True)",
+        "def input_gradient(",
+    ],
+    "exercises/ex05_data_vs_layer_norm/hidden_reference.py": [
+        "constant = x.amax(dim=dims) == x.amin(dim=dims)",
+        "scale = torch.where(constant, torch.ones_like(var), var.sqrt())",
+        "return (x - view(mean, x.dim())) / view(scale, x.dim())",
+        "return z * view(scale, z.dim()) + view(mean, z.dim())",
+    ],
+}
+
+
+def _student_package(folder):
+    package = REPO / "autograder"
+    for name in parts.student_files(package):
+        target = folder / "autograder" / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes((package / name).read_bytes())
+    return folder
+
+
+def test_no_student_file_holds_the_closed_form_backward_or_the_standardizer():
+    package = REPO / "autograder"
+    student = {str(name): (package / name).read_text() for name in parts.student_files(package) if name.suffix == ".py"}
+    for module, lines in SOLUTION_LINES.items():
+        assert module not in student and all(line in (package / module).read_text() for line in lines), module
+        assert not [(name, line) for name, text in student.items() for line in lines if line in text]
+
+
+def test_the_visible_checks_of_02b_and_05_run_in_the_students_install(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from course import given_sources, is_test_cell, release_notebook, setup_source, solution_code, submission_files
+
+    def submission(assignment, code):
+        source = "\n\n".join([setup_source(assignment), code, *given_sources(assignment)])
+        cells = [c.source for c in release_notebook(assignment).cells if is_test_cell(c) and "checks.check_" in c.source]
+        return source, cells
+
+    def bug(assignment, name):
+        return next(p for p in submission_files(assignment, "bug") if p.stem == name).read_text()
+
+    backward, data = "02b_batch_norm_backward", "05_data_vs_layer_norm"
+    runs = {
+        "02b solution": submission(backward, solution_code(backward)),
+        "02b no mean path": submission(backward, bug(backward, "bug_no_mean_path")),
+        "05 solution": submission(data, solution_code(data)),
+        "05 transform by var": submission(data, bug(data, "bug_transform_by_var")),
+        "05 unbiased variance": submission(data, bug(data, "bug_unbiased_variance")),
+    }
+    folder = _student_package(tmp_path)
+    assert not list(folder.rglob("hidden*"))
+    env = {**os.environ, "PYTHONPATH": str(folder)}
+    done = subprocess.run([sys.executable, "-c", STUDENT_KERNEL], input=json.dumps(runs), cwd=folder, env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["02b solution"] == [None, None] and got["05 solution"] == [None] * 4, got
+    # the gradient's hint is the grader's: the message says what differs and points to the chapter
+    for message in got["02b no mean path"]:
+        assert message and "∂L/∂x differs from the reference" in message, message
+        assert "book/02b_batch_norm_backward.md" in message and "path through the mean" not in message, message
+    fit, transform, images, batch_norm = got["05 transform by var"]
+    assert fit is None and images is None and batch_norm is None, got["05 transform by var"]
+    assert transform and "transform(x_new)" in transform and "book/05_data_vs_layer_norm.md" in transform, transform
+    assert "divides by var_" not in transform, transform
+    # the hints that hold no formula stay on the student's side
+    fit, *others = got["05 unbiased variance"]
+    assert fit and "unbiased variance" in fit and others == [None] * 3, got["05 unbiased variance"]

@@ -7,6 +7,8 @@
   the grading sandbox contains it (:mod:`autograder.grading.parts`: any name with "hidden" in it is the grader's).
 * ``observe*.py``: the student's side; what the sandbox does with the student's objects, reported
   as plain data (listed in :data:`autograder.sandbox.agent.OBSERVATION_MODULES`).
-* anything else (``formulas.py``, ``reference.py``, ``probes.py``, data files): the exercise's own
-  reference, used by both sides.
+* ``hidden_*.py`` (``hidden_formulas.py``, ``hidden_reference.py``): reference code that would
+  solve the exercise if a student had it; grader only, like ``hidden.py``.
+* anything else (``reference.py``, ``probes.py``, ``siglip_reference.py``, data files): the
+  exercise's own helpers, used by both sides; they must not solve the exercise.
 """

@@ -9,16 +9,21 @@ output's ``grad_fn`` is the student's node and that their Function never runs an
 gradients enabled (no graph built inside forward or backward: autograd must not do the work),
 and runs ``torch.autograd.gradcheck`` in float64, here, on a Function whose forward and backward
 are the student's, called over the wire.
+
+A wrong gradient's message names the likely misconception with the grader's own closed form
+(:mod:`autograder.exercises.ex02b_batch_norm_backward.hidden_formulas`), which only the grader
+holds: it is the solution. In the student's kernel the same check fails with the same verdict,
+says what differs and points to the chapter instead.
 """
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 
 from autograder.core import forbidden, withheld, integrity
-from autograder.exercises.ex02b_batch_norm_backward.formulas import Axes, input_gradient, normalized
 from autograder.core.formulas import standardize, statistic_misreadings
 from autograder.core.devices import devices_for
 from autograder.core.seeding import generator
@@ -30,6 +35,28 @@ from autograder.core.side import Student, student
 F64, F32 = torch.float64, torch.float32
 EPS = 1e-5
 GRADIENTS = ("the input's gradient ∂L/∂x", "weight's gradient ∂L/∂γ", "bias's gradient ∂L/∂β")
+
+
+@dataclass(frozen=True)
+class Axes:
+    """Which dims one statistic covers, and the shape γ broadcasts as."""
+
+    stat_dims: tuple[int, ...]
+    param_view: tuple[int, ...]
+
+    @classmethod
+    def batch_norm(cls, x: torch.Tensor) -> "Axes":
+        return cls((0, *range(2, x.dim())), (1, x.shape[1], *[1] * (x.dim() - 2)))
+
+    @classmethod
+    def layer_norm(cls, x: torch.Tensor, normalized_dims: int) -> "Axes":
+        k = normalized_dims
+        return cls(tuple(range(x.dim() - k, x.dim())), (*[1] * (x.dim() - k), *x.shape[x.dim() - k:]))
+
+    @property
+    def param_dims(self) -> tuple[int, ...]:
+        """The dims γ's gradient sums over: those where γ broadcasts."""
+        return tuple(d for d, size in enumerate(self.param_view) if size == 1)
 
 
 @dataclass(frozen=True)
@@ -109,7 +136,7 @@ def _reference(kind: Kind, x, weight, bias, g, eps: float):
     return out.detach(), torch.autograd.grad(out, leaves, g)
 
 
-def _wrong_dims(kind: Kind, x: torch.Tensor, axes: Axes) -> list[tuple[int, ...]]:
+def wrong_dims(kind: Kind, x: torch.Tensor, axes: Axes) -> list[tuple[int, ...]]:
     """Reductions over another layer's axes: the batch only, or each sample (LayerNorm's)."""
     if kind is BATCH_NORM:
         options = [(0,), tuple(range(1, x.dim()))]
@@ -118,7 +145,7 @@ def _wrong_dims(kind: Kind, x: torch.Tensor, axes: Axes) -> list[tuple[int, ...]
     return [d for d in options if d != axes.stat_dims]
 
 
-def _dims_hint(kind: Kind, dims: tuple[int, ...], axes: Axes, backward: bool) -> str:
+def dims_hint(kind: Kind, dims: tuple[int, ...], axes: Axes, backward: bool) -> str:
     extent = "the last weight.dim() dims" if kind is LAYER_NORM else "every dim except the channel dim 1"
     if backward:
         return (f"the means in your backward run over dims {dims}, but {kind.name}'s statistics cover dims "
@@ -132,64 +159,40 @@ def _output_hint(kind: Kind, got: torch.Tensor, x, weight, bias, exact, eps: flo
     x, weight, bias = x.double().cpu(), weight.double().cpu(), bias.double().cpu()
     axes = kind.axes(x, weight.shape)
     candidates = statistic_misreadings(x, axes.stat_dims, eps)
-    candidates += [(standardize(x, dims, eps), _dims_hint(kind, dims, axes, backward=False))
-                   for dims in _wrong_dims(kind, x, axes)]
+    candidates += [(standardize(x, dims, eps), dims_hint(kind, dims, axes, backward=False))
+                   for dims in wrong_dims(kind, x, axes)]
     affine = [(c * weight.reshape(axes.param_view) + bias.reshape(axes.param_view), text) for c, text in candidates]
-    affine.append((normalized(x, axes, eps)[0], "γ (weight) and β (bias) are not applied: y = γ·x̂ + β."))
+    affine.append((standardize(x, axes.stat_dims, eps), "γ (weight) and β (bias) are not applied: y = γ·x̂ + β."))
     return closest_explanation(affine, got, exact)
 
 
-def _gradient_hint(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exact, eps: float) -> str | None:
-    """The classic misconception behind a wrong gradient, when the student's matches it."""
-    x, weight, g = x.double().cpu(), weight.double().cpu(), g.double().cpu()
-    axes = kind.axes(x, weight.shape)
-    if index == 0:
-        args = (x, weight, g, axes, eps)
-        candidates = [
-            (input_gradient(*args, mean_path=False),
-             "the path through the mean is missing: μ depends on every x, which adds −mean(γ·g)/σ; a correct ∂L/∂x "
-             "sums to zero over each statistic's elements."),
-            (input_gradient(*args, var_path=False),
-             "the path through the variance is missing: σ² depends on every x, which adds −x̂·mean(γ·g·x̂)/σ."),
-            (input_gradient(*args, mean_path=False, var_path=False),
-             "μ and σ were treated as constants (∂L/∂x = γ·g/σ): add the paths through the mean and the variance."),
-            (g * weight.reshape(axes.param_view),
-             "this is ∂L/∂x̂ = γ·g, not ∂L/∂x: divide by σ and remove the components along 1 and x̂."),
-            (input_gradient(*args, correction=1),
-             "σ was computed with the unbiased variance (÷ (m − 1)); the forward normalizes with the biased one (÷ m)."),
-            (input_gradient(*args, reduce=torch.sum),
-             "the projection uses sums where it needs means: mean(ĝ) and mean(ĝ·x̂), i.e. divide the sums by m."),
-            (input_gradient(x, torch.ones_like(weight), g, axes, eps),
-             "γ is missing: the gradient reaching x̂ is ĝ = γ·g."),
-            (input_gradient(*args, scale_eps=0.0),
-             "ε is missing in your backward: 1/σ = 1/sqrt(σ² + ε), the same σ as in the forward."),
-            (input_gradient(x, weight, g, axes, 0.0),
-             "ε is missing in your backward: 1/σ = 1/sqrt(σ² + ε), the same σ as in the forward."),
-        ]
-        if kind is LAYER_NORM:
-            candidates.append((
-                weight.reshape(axes.param_view) * input_gradient(x, torch.ones_like(weight), g, axes, eps),
-                "γ is applied outside the means: in LayerNorm γ varies along the normalized dims, so form "
-                "ĝ = γ·g first and take mean(ĝ) and mean(ĝ·x̂) of it (in BatchNorm γ is constant over a "
-                "channel, so there both orders agree)."))
-        for dims in _wrong_dims(kind, x, axes):
-            candidates.append((input_gradient(*args, reduce_dims=dims),
-                               _dims_hint(kind, dims, axes, backward=True)))
-        return closest_explanation(candidates, got, exact)
-    xhat, _ = normalized(x, axes, eps)
-    d, shape = axes.param_dims, exact.shape
-    if index == 1:
-        candidates = [
-            (g.sum(dim=d).reshape(shape), "that is ∂L/∂β (Σ g); ∂L/∂γ = Σ g·x̂."),
-            ((g * xhat).mean(dim=d).reshape(shape), "a mean where a sum belongs: ∂L/∂γ = Σ g·x̂ over every element γ scales."),
-            ((g * x).sum(dim=d).reshape(shape), "∂L/∂γ uses x̂ (the normalized input), not x: Σ g·x̂."),
-        ]
-    else:
-        candidates = [
-            ((g * xhat).sum(dim=d).reshape(shape), "that is ∂L/∂γ (Σ g·x̂); ∂L/∂β = Σ g."),
-            (g.mean(dim=d).reshape(shape), "a mean where a sum belongs: ∂L/∂β = Σ g over every element β shifts."),
-        ]
-    return closest_explanation(candidates, got, exact)
+BOOK = ("\nCompare your derivation, path by path, with the closed form in chapter 2.1, "
+        "book/02b_batch_norm_backward.md (the hints that name the likely mistake in a gradient run when "
+        "your instructor grades).")
+
+
+def _grader_only_formulas():
+    """:mod:`~autograder.exercises.ex02b_batch_norm_backward.hidden_formulas`, the closed form and
+    the gradient hints built on it, or None where it is missing: the student's install and the
+    sandbox (it is the exercise's solution, :mod:`autograder.grading.parts`)."""
+    name = f"{__package__}.hidden_formulas"
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as error:
+        if error.name != name:
+            raise
+        return None
+
+
+def _gradient_advice(kind: Kind, index: int, got: torch.Tensor, x, weight, g, exact, eps: float) -> str:
+    """The line a wrong gradient's message ends with: the classic misconception it matches (the
+    grader's hints), nothing when none matches, or the pointer to the chapter where the hints are
+    missing."""
+    formulas = _grader_only_formulas()
+    if formulas is None:
+        return BOOK
+    hint = formulas.gradient_hint(kind, index, got, x, weight, g, exact, eps)
+    return f"\nLikely cause: {hint}" if hint else ""
 
 
 def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True) -> None:
@@ -204,9 +207,6 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
         fail(f"{where}: the output's grad_fn is {report['node']}, not your {kind.name}'s backward node: call "
              f"{kind.name}.apply(x, weight, bias, eps) and return its result unchanged, so that autograd calls your "
              "backward.")
-    if report["grader_formulas"]:
-        fail(f"{where}: your Function called the grader's own formulas (autograder.exercises.ex02b_batch_norm_backward.formulas."
-             f"{', '.join(report['grader_formulas'])}). Derive and write the gradient yourself. This part earns no points.")
     if report["forward_mode_ad"]:
         fail(f"{where}: your Function used forward-mode AD ({', '.join(report['forward_mode_ad'])}: torch.func.jvp, "
              "jacfwd, linearize or torch.autograd.forward_ad). The exercise is to compute the gradients with your "
@@ -247,11 +247,10 @@ def _judge(kind: Kind, report: dict, case: Case, device, with_grads: bool = True
                  f"{['x', 'weight', 'bias'][index]}.")
         gap = discrepancy(mine, same, exact)
         if gap is not None:
-            hint = _gradient_hint(kind, index, mine, x, weight, g, exact, case.eps)
             fail(f"{where}: {name} differs from the reference (autograd through {kind.reference}) by up to "
                  f"{gap.max_error:.3g} at {list(gap.index)} (yours {gap.shown[0]}, torch "
                  f"{gap.shown[1]}; allowed {gap.allowed:.1g})."
-                 + (f"\nLikely cause: {hint}" if hint else ""))
+                 + _gradient_advice(kind, index, mine, x, weight, g, exact, case.eps))
 
 
 class _Theirs(torch.autograd.Function):

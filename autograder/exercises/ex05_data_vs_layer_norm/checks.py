@@ -5,9 +5,13 @@ cell uses (on the notebook's device), ``full=True`` adds the hidden cases of
 :mod:`autograder.exercises.ex05_data_vs_layer_norm.hidden`, which only the grader holds (and runs
 them on every available device).
 
-The reference is scikit-learn's ``StandardScaler`` computed with torch in float64
-(:mod:`autograder.exercises.ex05_data_vs_layer_norm.reference`); the likely misconception a failure names comes from
-:mod:`autograder.exercises.ex05_data_vs_layer_norm.hints`.
+The reference is scikit-learn's ``StandardScaler``: computed with torch in float64 in the grader
+(:mod:`autograder.exercises.ex05_data_vs_layer_norm.hidden_reference`, the solution, which only the
+grader holds), scikit-learn itself in the student's install
+(:mod:`autograder.exercises.ex05_data_vs_layer_norm.reference`). The likely misconception a failure
+names comes from :mod:`autograder.exercises.ex05_data_vs_layer_norm.hints`, and for ``transform``
+and ``inverse_transform`` from ``hidden_reference``; where that is missing, such a message points
+to the chapter instead.
 
 Parts 2 and 3 judge ``transform`` and ``inverse_transform`` against the student's own fitted
 statistics, and Part 4 gives ``as_batch_norm`` a standardizer fitted by the reference, so a
@@ -27,19 +31,56 @@ from dataclasses import dataclass
 import torch
 
 from autograder.core import withheld, integrity
-from autograder.exercises.ex05_data_vs_layer_norm.hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, inverse_hint, shape_hint, statistic_hint, transform_hint
+from autograder.exercises.ex05_data_vs_layer_norm import reference
+from autograder.exercises.ex05_data_vs_layer_norm.hints import attribute_hint, batch_norm_hint, broadcast_hint, constant_hint, shape_hint, statistic_hint
 from autograder.core.devices import devices_for
 from autograder.core.inputs import channel_input
 from autograder.core.messages import fail, shape_str
 from autograder.core.numerics import FLOAT64_RTOL, LOW_PRECISION_FLOOR, Discrepancy, discrepancy
 from autograder.core.side import Student, student
-from autograder.exercises.ex05_data_vs_layer_norm.reference import F64, FittedStandardizer, exact_statistics, f64, inverse, standardized, statistics
+from autograder.exercises.ex05_data_vs_layer_norm.reference import F64, f64
 from autograder.core.wire import RemoteError
 
 F32 = torch.float32
 STATISTICS = ("mean_", "var_", "scale_")
 STATISTIC_RTOL = 1e-4  # float32 statistics: see _statistic_gap
 LAYER_TENSORS = ("running_mean", "running_var", "weight", "bias")
+
+
+# --- the reference ----------------------------------------------------------------------------
+
+BOOK = ("\nCompare your code with the standardization formulas in chapter 5, book/05_data_vs_layer_norm.md, "
+        "section 'Data normalization: outside the model' (the hints that name the likely mistake in transform "
+        "and inverse_transform run when your instructor grades).")
+
+
+def _reference():
+    """The grader's reference (:mod:`autograder.exercises.ex05_data_vs_layer_norm.hidden_reference`),
+    or, in the student's install, scikit-learn's (:mod:`autograder.exercises.ex05_data_vs_layer_norm.reference`)."""
+    return reference.grader_only() or reference
+
+
+def _advice(hint: str, *args) -> str:
+    """The line a wrong ``transform`` / ``inverse_transform`` message ends with: the grader's hint
+    ``hint`` (it holds both formulas), or the pointer to the chapter where it is missing."""
+    grader = reference.grader_only()
+    return BOOK if grader is None else f"\nLikely cause: {getattr(grader, hint)(*args)}"
+
+
+@dataclass(frozen=True)
+class Fitted:
+    """The grader's copy of the standardizer Part 4 gives ``as_batch_norm``: the reference's
+    statistics of the training data in its dtype and on its device."""
+
+    mean_: torch.Tensor
+    var_: torch.Tensor
+    scale_: torch.Tensor
+    ndim_: int
+
+    @classmethod
+    def of(cls, x: torch.Tensor) -> "Fitted":
+        exact = _reference().exact_statistics(x)
+        return cls(*(t.to(x.dtype).to(x.device) for t in (exact.mean, exact.var, exact.scale)), x.dim())
 
 
 # --- data --------------------------------------------------------------------------------------
@@ -274,11 +315,11 @@ def _check_statistics(s: Student, x: torch.Tensor, where: str) -> dict[str, torc
     """mean_, var_, scale_ and ndim_ against the reference; returns (copies of) the statistics."""
     __tracebackhide__ = True
     found = _fitted(s, x, where)
-    exact, same = exact_statistics(x), statistics(x)
+    exact, same = _reference().exact_statistics(x), _reference().statistics(x)
     for name, value in found.items():
         gap = _statistic_gap(value, same.get(name), exact.get(name))
         if gap is not None:
-            fail(_report(f"{where}: `{name}`", gap, "StandardScaler's", statistic_hint(name, value, x, exact)))
+            fail(_report(f"{where}: `{name}`", gap, "StandardScaler's", statistic_hint(name, value, x, exact, _reference().exact_statistics)))
     return found
 
 
@@ -316,7 +357,7 @@ def check_fit(Standardizer, full: bool = False) -> None:
                 if not report["returned_self"]:
                     fail(f"{again}: fit returned {report['value']['type']}, not the standardizer itself (`return self`).")
                 found = _fitted(s, other, again)
-                exact, same = exact_statistics(other), statistics(other)
+                exact, same = _reference().exact_statistics(other), _reference().statistics(other)
                 if any(_statistic_gap(found[n], same.get(n), exact.get(n)) is not None for n in STATISTICS):
                     fail(
                         f"{again}: the statistics are not those of x2. A new fit replaces the old statistics "
@@ -373,10 +414,10 @@ def _check_transform(s: Student, x: torch.Tensor, kept: dict[str, torch.Tensor],
     _check_unchanged(report, what)
     _check_same_statistics(s, kept, what)
     m, v, sc = (f64(kept[n]) for n in STATISTICS)
-    exact = standardized(f64(x), m, sc)
-    gap = discrepancy(out, standardized(x, kept["mean_"], kept["scale_"]), exact)
+    exact = _reference().standardized(f64(x), m, sc)
+    gap = discrepancy(out, _reference().standardized(x, kept["mean_"], kept["scale_"]), exact)
     if gap is not None:
-        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, x, m, v, sc, exact)))
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", None) + _advice("transform_hint", out, x, m, v, sc, exact))
 
 
 def _check_inverse(s: Student, z: torch.Tensor, kept: dict[str, torch.Tensor], where: str) -> None:
@@ -387,16 +428,16 @@ def _check_inverse(s: Student, z: torch.Tensor, kept: dict[str, torch.Tensor], w
     _check_unchanged(report, what)
     _check_same_statistics(s, kept, what)
     m, v, sc = (f64(kept[n]) for n in STATISTICS)
-    exact = inverse(f64(z), m, sc)
-    gap = discrepancy(out, inverse(z, kept["mean_"], kept["scale_"]), exact)
+    exact = _reference().inverse(f64(z), m, sc)
+    gap = discrepancy(out, _reference().inverse(z, kept["mean_"], kept["scale_"]), exact)
     if gap is not None:
-        fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, z, m, v, sc, exact)))
+        fail(_report(what, gap, "z · scale_ + mean_", None) + _advice("inverse_hint", out, z, m, v, sc, exact))
 
 
 def _check_constant_features(s: Student, x: torch.Tensor, data: Data, where: str) -> None:
     __tracebackhide__ = True
     found = _fitted(s, x, where)
-    exact = exact_statistics(x)
+    exact = _reference().exact_statistics(x)
     scale, var = f64(found["scale_"]), f64(found["var_"])
     tol = 1e-9 if x.dtype == F64 else 1e-5
     for j, value in data.constant:
@@ -450,7 +491,7 @@ def _check_fit_transform(Standardizer: Student, x: torch.Tensor, kept: dict[str,
         fail(f"{where} returned the standardizer; fit_transform returns the transformed data, fit(x).transform(x).")
     out = _check_output(report["value"], x, where)
     found = _fitted(t, x, where)
-    exact = exact_statistics(x)
+    exact = _reference().exact_statistics(x)
     for name in STATISTICS:
         if not _close(found[name], kept[name], exact.get(name), x.dtype):
             fail(
@@ -458,10 +499,10 @@ def _check_fit_transform(Standardizer: Student, x: torch.Tensor, kept: dict[str,
                 "by transform(x): it leaves the same statistics."
             )
     m, sc = f64(found["mean_"]), f64(found["scale_"])
-    expected = standardized(f64(x), m, sc)
-    gap = discrepancy(out, standardized(x, found["mean_"], found["scale_"]), expected)
+    expected = _reference().standardized(f64(x), m, sc)
+    gap = discrepancy(out, _reference().standardized(x, found["mean_"], found["scale_"]), expected)
     if gap is not None:
-        fail(_report(where, gap, "(x − mean_) / scale_", transform_hint(out, x, m, f64(found["var_"]), sc, expected)))
+        fail(_report(where, gap, "(x − mean_) / scale_", None) + _advice("transform_hint", out, x, m, f64(found["var_"]), sc, expected))
 
 
 # --- Part 3: images, one statistic per channel ---------------------------------------------------
@@ -484,7 +525,7 @@ def _check_image_statistics(Standardizer: Student, s: Student, x: torch.Tensor, 
     gives on that (N·H·W, C) view (a formula mistake is Part 1's, not the axes')."""
     __tracebackhide__ = True
     found = _fitted(s, x, where)
-    exact, same = exact_statistics(x), statistics(x)
+    exact, same = _reference().exact_statistics(x), _reference().statistics(x)
     own = None
     for name, value in found.items():
         gap = _statistic_gap(value, same.get(name), exact.get(name))
@@ -494,7 +535,7 @@ def _check_image_statistics(Standardizer: Student, s: Student, x: torch.Tensor, 
             own = _own_feature_statistics(Standardizer, x)
         if own is not None and name in own and _close(value, own[name], exact.get(name), x.dtype):
             continue
-        fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", statistic_hint(name, value, x, exact)))
+        fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", statistic_hint(name, value, x, exact, _reference().exact_statistics)))
     return found
 
 
@@ -538,7 +579,7 @@ def _check_image_output(Standardizer: Student, s: Student, x: torch.Tensor, data
     what = f"{where}: {call} of shape {shape_str(data.shape)}"
     out = _check_output(_method(s, what, method, data, hint=broadcast_hint(data))["value"], data, what)
     m, v, sc = (f64(kept[n]) for n in STATISTICS)
-    formula = standardized if method == "transform" else inverse
+    formula = _reference().standardized if method == "transform" else _reference().inverse
     exact = formula(f64(data), m, sc)
     gap = discrepancy(out, formula(data, kept["mean_"], kept["scale_"]), exact)
     if gap is None:
@@ -547,8 +588,8 @@ def _check_image_output(Standardizer: Student, s: Student, x: torch.Tensor, data
     if own is not None and _close(out, own, exact, data.dtype):
         return
     if method == "transform":
-        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", transform_hint(out, data, m, v, sc, exact)))
-    fail(_report(what, gap, "z · scale_ + mean_", inverse_hint(out, data, m, v, sc, exact)))
+        fail(_report(what, gap, "(x − mean_) / scale_ with your fitted statistics", None) + _advice("transform_hint", out, data, m, v, sc, exact))
+    fail(_report(what, gap, "z · scale_ + mean_", None) + _advice("inverse_hint", out, data, m, v, sc, exact))
 
 
 def check_images(Standardizer, full: bool = False) -> None:
@@ -586,7 +627,7 @@ def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
     for device in devices_for(full):
         for data in _batch_norm_data(full):
             x, new = data.train(device), data.new(device)
-            fitted = FittedStandardizer(x)  # the grader's; the student's side gets a copy built from its tensors
+            fitted = Fitted.of(x)  # the grader's; the student's side gets a copy built from its tensors
             where = f"as_batch_norm(standardizer) for a standardizer fitted on {data.describe(device)}"
             report = _outcome(where, as_batch_norm.call("observe_data.as_batch_norm", fitted.mean_, fitted.var_,
                                                         fitted.scale_, fitted.ndim_), hint=attribute_hint)
@@ -602,8 +643,8 @@ def check_as_batch_norm(as_batch_norm, full: bool = False) -> None:
                 fail(f"{where}: the layer returned {value['type']} {value.get('dtype', '')} for {new.dtype} input of shape {shape_str(new.shape)}.")
             out = value["tensor"]
             m, sc = f64(fitted.mean_), f64(fitted.scale_)
-            exact = standardized(f64(new), m, sc)
-            gap = discrepancy(out, standardized(new, fitted.mean_, fitted.scale_), exact)
+            exact = _reference().standardized(f64(new), m, sc)
+            gap = discrepancy(out, _reference().standardized(new, fitted.mean_, fitted.scale_), exact)
             if gap is not None:
                 fail(_report(f"{where}: its output on new data of shape {shape_str(new.shape)}", gap,
                              "the standardizer's transform", batch_norm_hint(layer, fitted)))

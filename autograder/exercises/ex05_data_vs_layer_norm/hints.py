@@ -7,6 +7,9 @@ buffers of the returned BatchNorm), and names that misconception when the studen
 matches; otherwise it restates the rule.  :func:`broadcast_hint` and :func:`attribute_hint`
 explain an exception the student's code raised instead (a :class:`~autograder.core.wire.RemoteError`),
 or return ``None``.  Every value here is plain data: copies the student's side reported.
+
+The hints about ``transform`` and ``inverse_transform`` hold both formulas, so they are the
+grader's alone (:mod:`autograder.exercises.ex05_data_vs_layer_norm.hidden_reference`).
 """
 from __future__ import annotations
 
@@ -16,7 +19,7 @@ import torch
 
 from autograder.core.messages import shape_str
 from autograder.core.numerics import matches
-from autograder.exercises.ex05_data_vs_layer_norm.reference import F64, FittedStandardizer, Statistics, exact_statistics, f64, reduce_dims, standardized, statistics, view
+from autograder.exercises.ex05_data_vs_layer_norm.reference import F64, Statistics, f64, reduce_dims, view
 from autograder.core.wire import RemoteError
 
 
@@ -48,22 +51,24 @@ def _unbiased_factor(x: torch.Tensor) -> tuple[int, float]:
     return n, (n / (n - 1) if n > 1 else float("nan"))
 
 
-def _by_reshape(x64: torch.Tensor) -> Statistics:
+def _by_reshape(x64: torch.Tensor, exact_statistics) -> Statistics:
     """The statistics of ``x.reshape(-1, C)``: channels mixed, for data with more than 2 dims."""
-    return statistics(x64.reshape(-1, x64.shape[1]))
+    return exact_statistics(x64.reshape(-1, x64.shape[1]))
 
 
 def _large_mean(exact: Statistics) -> bool:
     return bool((exact.mean.abs() > 100 * exact.var.sqrt()).any())
 
 
-def statistic_hint(name: str, value: torch.Tensor, x: torch.Tensor, exact: Statistics) -> str:
+def statistic_hint(name: str, value: torch.Tensor, x: torch.Tensor, exact: Statistics, exact_statistics) -> str:
+    """``exact_statistics``: the reference's (:func:`autograder.exercises.ex05_data_vs_layer_norm.reference.grader_only`,
+    or scikit-learn's), for the statistics of data reshaped the wrong way."""
     x64, v = f64(x), f64(value)
     dims = tuple(reduce_dims(x.dim()))
     n, factor = _unbiased_factor(x)
     varying = ~exact.constant
     if x.dim() > 2:
-        mixed = _by_reshape(x64)
+        mixed = _by_reshape(x64, exact_statistics)
         if matches(mixed.get(name), v, exact.get(name)):
             return (
                 "x.reshape(-1, C) on (N, C, H, W) data mixes the channels (its rows are not pixels). "
@@ -123,64 +128,6 @@ def broadcast_hint(x: torch.Tensor):
     return hint
 
 
-def transform_hint(out: torch.Tensor, x: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
-                   scale: torch.Tensor, exact_out: torch.Tensor) -> str:
-    x64 = f64(x)
-    own = exact_statistics(x)
-    nd = x.dim()
-    candidates = [
-        (standardized(x64, own.mean, own.scale),
-         "transform standardized the new data with *its own* mean and spread. transform must reuse "
-         "the statistics fit stored (mean_, scale_): statistics computed on validation or test data "
-         "leak them into the model, and a single sample would always become 0."),
-        ((x64 - view(mean, nd)) / view(var, nd), "transform divides by var_; divide by scale_ (the standard deviation)."),
-        ((x64 - view(mean, nd)) / view(var.sqrt(), nd),
-         "transform divides by √var_, which is 0 for a constant feature; divide by scale_ (1 there)."),
-        ((x64 - view(mean, nd)) * view(scale, nd), "transform multiplies by scale_; standardizing divides by it."),
-        (x64 / view(scale, nd), "transform forgot to subtract mean_."),
-        (x64 - view(mean, nd), "transform forgot to divide by scale_."),
-        (x64 * view(scale, nd) + view(mean, nd), "transform computes the inverse, z · scale_ + mean_."),
-    ]
-    if nd > 2 and x.shape[-1] == x.shape[1]:
-        last = [1] * (nd - 1) + [-1]
-        candidates.append((
-            (x64 - mean.reshape(last)) / scale.reshape(last),
-            "mean_ and scale_ of shape (C,) broadcast against the *last* axis (W) of (N, C, H, W) data; "
-            "reshape them to (1, C, 1, 1) first.",
-        ))
-    return _closest(candidates, out, exact_out) or "transform(x) is (x − mean_) / scale_, per feature (channel), with the fitted statistics."
-
-
-def inverse_hint(out: torch.Tensor, z: torch.Tensor, mean: torch.Tensor, var: torch.Tensor,
-                 scale: torch.Tensor, exact_out: torch.Tensor) -> str:
-    z64 = f64(z)
-    nd = z.dim()
-    m, s = view(mean, nd), view(scale, nd)
-    own = exact_statistics(z)
-    candidates = [
-        (z64 * s, "inverse_transform forgot to add mean_ back."),
-        (z64 / s + m, "inverse_transform divides by scale_; undoing a division multiplies."),
-        ((z64 + m) * s, "inverse_transform adds mean_ before multiplying; multiply by scale_ first, then add mean_."),
-        (z64 * view(var, nd) + m, "inverse_transform multiplies by var_; multiply by scale_ (1 for a constant feature)."),
-        (z64 * s - m, "inverse_transform subtracts mean_; it must add it back."),
-        ((z64 - m) / s, "inverse_transform applies the forward transform (x − mean_) / scale_."),
-        (z64 * view(own.scale, nd) + view(own.mean, nd),
-         "inverse_transform used statistics of its own input; use the fitted mean_ and scale_."),
-    ]
-    return _closest(candidates, out, exact_out) or "inverse_transform(z) is z · scale_ + mean_, per feature (channel)."
-
-
-def _closest(candidates, out: torch.Tensor, exact_out: torch.Tensor) -> str | None:
-    best, best_distance = None, float("inf")
-    s = f64(out)
-    for value, explanation in candidates:
-        if value.shape == s.shape and matches(value, out, exact_out):
-            distance = float((value - s).abs().max())
-            if distance < best_distance:
-                best, best_distance = explanation, distance
-    return best
-
-
 def constant_hint(scale: float, var: float, j: int, training_value: float) -> str:
     if scale == 0.0:
         return (
@@ -213,8 +160,8 @@ def attribute_hint(error: RemoteError) -> str | None:
     return None
 
 
-def batch_norm_hint(layer: dict, fitted: FittedStandardizer) -> str:
-    """``layer``: the returned BatchNorm's ``running_mean``, ``running_var``, ``weight`` and
+def batch_norm_hint(layer: dict, fitted) -> str:
+    """``fitted``: the grader's fitted statistics (``mean_``, ``var_``, ``scale_``); ``layer``: the returned BatchNorm's ``running_mean``, ``running_var``, ``weight`` and
     ``bias`` (tensors, or None) and its ``eps`` (a float), as its side reported them."""
     mean, var, scale = f64(fitted.mean_), f64(fitted.var_), f64(fitted.scale_)
     rm, rv, eps = f64(layer["running_mean"]), f64(layer["running_var"]), float(layer["eps"])

@@ -18,7 +18,6 @@ from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from autograder.core import wire
-from autograder.exercises.ex05_data_vs_layer_norm.reference import FittedStandardizer
 from autograder.core.wire import RemoteError
 
 STATISTICS = ("mean_", "var_", "scale_")
@@ -150,18 +149,23 @@ def fitted(standardizer) -> dict:
 
 # --- as_batch_norm ----------------------------------------------------------------------------
 
-def _fitted_standardizer(mean: torch.Tensor, var: torch.Tensor, scale: torch.Tensor, ndim: int) -> FittedStandardizer:
-    """A :class:`FittedStandardizer` holding the grader's statistics (sent as plain tensors)."""
-    standardizer = FittedStandardizer.__new__(FittedStandardizer)
-    standardizer.mean_, standardizer.var_, standardizer.scale_, standardizer.ndim_ = mean, var, scale, ndim
-    return standardizer
+class FittedStandardizer:
+    """What ``as_batch_norm`` receives in Part 4: a fitted standardizer's attributes as the grader
+    sent them (plain tensors and an int), so that Part 4 does not depend on the student's Parts 1-3.
+    Data only: it computes nothing."""
+
+    def __init__(self, mean: torch.Tensor, var: torch.Tensor, scale: torch.Tensor, ndim: int) -> None:
+        self.mean_, self.var_, self.scale_, self.ndim_ = mean, var, scale, ndim
+
+    def __repr__(self) -> str:
+        return f"FittedStandardizer(ndim_={self.ndim_}, {self.mean_.numel()} features, {self.mean_.dtype}, {self.mean_.device})"
 
 
 def as_batch_norm(function, mean: torch.Tensor, var: torch.Tensor, scale: torch.Tensor, ndim: int) -> dict:
     """``function(standardizer)`` for a standardizer fitted by the grader: the report of
     :func:`_run`, plus ``fitted``, that standardizer (a handle, for :func:`fitted` and
     :func:`batch_norm_layer`)."""
-    standardizer = _fitted_standardizer(mean, var, scale, ndim)
+    standardizer = FittedStandardizer(mean, var, scale, ndim)
     report = _run(function, (standardizer,))
     report["fitted"] = standardizer
     return report

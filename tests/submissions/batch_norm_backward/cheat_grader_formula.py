@@ -1,9 +1,13 @@
 """KIND: cheat
-The backward calls the grader's own closed form, autograder.exercises.ex02b_batch_norm_backward.formulas.input_gradient.
+The backward calls the grader's own closed form,
+autograder.exercises.ex02b_batch_norm_backward.hidden_formulas.input_gradient. That module is the
+grader's alone (no student file has "hidden" in its path), so in the sandbox the import fails and
+the Functions are never defined.
 """
 import torch
 
-from autograder.exercises.ex02b_batch_norm_backward.formulas import Axes, input_gradient
+from autograder.exercises.ex02b_batch_norm_backward.checks import Axes
+from autograder.exercises.ex02b_batch_norm_backward.hidden_formulas import input_gradient
 
 
 def _backward(ctx, g):

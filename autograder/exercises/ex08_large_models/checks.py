@@ -15,7 +15,8 @@ from autograder.core import engine, forbidden, hidden_cases, integrity, structur
 from autograder.core.devices import devices_for
 from autograder.core.engine import FORWARD_ASPECTS, RAISES, Case, Step
 from autograder.core.inputs import random_tensor, sample_input
-from autograder.core.messages import fail, shape_str
+from autograder.core.seeding import generator
+from autograder.core.messages import CheckFailed, fail, shape_str
 from autograder.core.side import Student
 from autograder.exercises.ex08_large_models import hints, reference
 from autograder.exercises.ex08_large_models.hints import as_tuple
@@ -24,8 +25,22 @@ F64, F32, F16, BF16 = torch.float64, torch.float32, torch.float16, torch.bfloat1
 STEPS = ("train", "eval", "train-no-grad")
 
 
-def _steps(shape, seed: int, mean: float = 0.0, std: float = 1.0) -> list[Step]:
-    return [Step("eval" if mode == "eval" else "train", sample_input(shape, seed=seed * 100 + i, mean=mean, std=std),
+def token_input(shape, seed: int, mean: float = 0.0, std: float = 1.0) -> torch.Tensor:
+    """``mean + std·(s·z + o + d)``, float64: ``z`` standard normal, and per token (all dims but
+    the last) a spread ``s`` in [0.5, 1.5) and an offset ``o`` in [−0.5, 0.5), per feature a drift
+    ``d`` from −0.5 to 0.5. Every token has its own root mean square, so statistics over the wrong
+    dimensions show, and |x| stays below about ``|mean| + 7·std``, finite in float16 for std 300."""
+    g = generator(seed)
+    z = torch.randn(shape, generator=g, dtype=F64)
+    per_token = tuple(shape[:-1]) + (1,)
+    spread = 0.5 + torch.rand(per_token, generator=g, dtype=F64)
+    offset = torch.rand(per_token, generator=g, dtype=F64) - 0.5
+    drift = torch.linspace(-0.5, 0.5, shape[-1], dtype=F64)
+    return mean + std * (spread * z + offset + drift)
+
+
+def _steps(shape, seed: int, mean: float = 0.0, std: float = 1.0, draw=sample_input) -> list[Step]:
+    return [Step("eval" if mode == "eval" else "train", draw(shape, seed=seed * 100 + i, mean=mean, std=std),
                  mode.endswith("no-grad")) for i, mode in enumerate(STEPS)]
 
 
@@ -35,7 +50,7 @@ def rms_case(shape, normalized_shape, kwargs=None, dtype=F64, device=None, mean=
     kwargs = dict(kwargs or {})
     state = {"weight": random_tensor(as_tuple(normalized_shape), seed, 0.5, 1.5)} if kwargs.get(
         "elementwise_affine", True) else {}
-    return Case("RMSNorm", (normalized_shape,), kwargs, _steps(shape, seed, mean, std), dtype,
+    return Case("RMSNorm", (normalized_shape,), kwargs, _steps(shape, seed, mean, std, token_input), dtype,
                 device or torch.device("cpu"), state, note)
 
 
@@ -174,8 +189,23 @@ def check_qk_norm_attention(QKNormAttention, RMSNorm, full: bool = False) -> Non
         _check_attention_structure(Attention, RMSNorm, device)
         cases = attention_cases(device) + (_hidden().attention_cases(device) if full else [])
         for case in cases:
-            engine.compare_case(Attention, reference.QKNormAttention, case, FORWARD_ASPECTS, hints.qk_norm_attention,
-                                ATTENTION)
+            try:
+                engine.compare_case(Attention, reference.QKNormAttention, case, FORWARD_ASPECTS,
+                                    hints.qk_norm_attention, ATTENTION)
+            except CheckFailed as failure:
+                if _rms_norm_differs(RMSNorm, device):
+                    fail(f"{failure}\n{'Also' if 'Likely cause' in str(failure) else 'Likely cause'}: {hints.RMS_NORM_FIRST}")
+                raise
+
+
+def _rms_norm_differs(RMSNorm: Student, device) -> bool:
+    """Whether the student's RMSNorm alone differs from torch's on a block's head_dim (Part 1's bug)."""
+    case = rms_case((2, 3, 4), 4, {"eps": 1e-6}, seed=70, device=device, note="as q_norm")
+    try:
+        engine.compare_case(RMSNorm, nn.RMSNorm, case, FORWARD_ASPECTS, None, "RMSNorm")
+    except CheckFailed:
+        return True
+    return False
 
 
 # --- Part 4: DyT ------------------------------------------------------------------------------

@@ -151,7 +151,10 @@ def qk_norm_attention(f: Finding) -> str | None:
         (variant(normed=""), "q_norm and k_norm are not applied: normalize the queries and keys of each head before the dot product."),
         (variant(normed="q"), "only the queries are normalized: QK-norm applies k_norm to the keys too."),
         (variant(normed="k"), "only the keys are normalized: QK-norm applies q_norm to the queries too."),
-        (variant(normed="qkv"), "you normalize the values too; QK-norm normalizes only queries and keys (the logits)."),
+    ]
+    values = "you normalize the values too; QK-norm normalizes only queries and keys (the logits)."
+    candidates += [(variant(normed="qkv", value_weight=weight), values) for weight in (None, "q_norm.weight", "k_norm.weight")]
+    candidates += [
         (variant(scale=1.0), f"the logits are not divided by √head_dim = √{head_dim}: softmax(q·kᵀ / √head_dim)."),
         (variant(scale=1.0 / head_dim), f"you divide the logits by head_dim = {head_dim}; divide by √head_dim."),
         (variant(scale=1.0 / math.sqrt(d_model)), f"you divide the logits by √d_model = √{d_model}; divide by √head_dim = √{head_dim}."),
@@ -164,6 +167,9 @@ def qk_norm_attention(f: Finding) -> str | None:
     return closest_explanation(candidates, f.student, f.exact)
 
 
+RMS_NORM_FIRST = (
+    "your RMSNorm itself differs from torch.nn.RMSNorm (Part 1 says how); q_norm and k_norm use it, so fix it first."
+)
 QK_NORM_OVER_D_MODEL = (
     "QK-norm here normalizes each head's query and key on its own: RMSNorm(head_dim) on the (B, T, n_heads, "
     "head_dim) view, one weight of shape (head_dim,) shared by all heads, as Qwen3 does. RMSNorm(d_model) over "

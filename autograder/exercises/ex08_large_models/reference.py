@@ -43,11 +43,13 @@ class QKNormAttention(nn.Module):
 
 
 def attend(x: torch.Tensor, state: dict, n_heads: int, eps: float | None, *, normed: str = "qk",
-           scale: float | None = None, causal: bool = True, heads_first: bool = False) -> torch.Tensor:
+           value_weight: str | None = None, scale: float | None = None, causal: bool = True,
+           heads_first: bool = False) -> torch.Tensor:
     """:class:`QKNormAttention`'s output in float64 for the parameters ``state`` (by ``state_dict``
     name), with one misreading switched on: ``normed`` the tensors RMSNorm is applied to ("qk",
-    "q", "k", "qkv", ""), ``scale`` the logits' factor (None: 1/√head_dim), ``causal`` the mask,
-    ``heads_first`` the heads cut as ``view(B, heads, T, head_dim)``, without the transpose."""
+    "q", "k", "qkv", ""), the values with the weight ``value_weight`` ("q_norm.weight",
+    "k_norm.weight"; None: ones), ``scale`` the logits' factor (None: 1/√head_dim), ``causal`` the
+    mask, ``heads_first`` the heads cut as ``view(B, heads, T, head_dim)``, without the transpose."""
     x = x.double()
     w = {name: value.double() for name, value in state.items()}
     B, T, D = x.shape
@@ -57,7 +59,8 @@ def attend(x: torch.Tensor, state: dict, n_heads: int, eps: float | None, *, nor
         return t.reshape(B, n_heads, T, hd) if heads_first else t.reshape(B, T, n_heads, hd).transpose(1, 2)
 
     def norm(t, which):
-        return F.rms_norm(t, (hd,), w[f"{which}_norm.weight"] if which != "v" else None, eps) if which in normed else t
+        weight = w[f"{which}_norm.weight"] if which != "v" else (w[value_weight] if value_weight else None)
+        return F.rms_norm(t, (hd,), weight, eps) if which in normed else t
 
     q = norm(heads(F.linear(x, w["q_proj.weight"])), "q")
     k = norm(heads(F.linear(x, w["k_proj.weight"])), "k")

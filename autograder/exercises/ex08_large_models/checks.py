@@ -156,7 +156,7 @@ def _check_attention_structure(Attention: Student, RMSNorm: Student, device) -> 
     __tracebackhide__ = True
     d_model, n_heads = 16, 4
     where = f"{ATTENTION}({d_model}, {n_heads})"
-    layer = Attention.construct((d_model, n_heads), {"device": device, "dtype": F32})
+    layer = Attention.construct((d_model, n_heads), {"device": device, "dtype": F64})
     if not isinstance(layer, Student):
         fail(f"{where} raised {layer.name}: {layer}" if hasattr(layer, "name") else f"{where} did not give a module.")
     forbidden.check_no_torch_norm_submodule(layer, ATTENTION)
@@ -178,7 +178,7 @@ def _check_attention_structure(Attention: Student, RMSNorm: Student, device) -> 
         if kinds.get(name) != own:
             shown = ".".join(kinds[name]) if name in kinds else "missing"
             fail(f"{where}: `{name}` is {shown}; it must be an instance of your RMSNorm class from Part 1.")
-    structure.compare_structure(Attention, reference.QKNormAttention, (d_model, n_heads), {}, device, F32, ATTENTION)
+    structure.compare_structure(Attention, reference.QKNormAttention, (d_model, n_heads), {}, device, F64, ATTENTION)
 
 
 def check_qk_norm_attention(QKNormAttention, RMSNorm, full: bool = False) -> None:

@@ -112,7 +112,7 @@ def report_normalization_ops(ops: list[str], what: str) -> None:
     if ops:
         fail(
             f"`{what}` ran torch's own normalization kernel ({', '.join('aten::' + o.split('::')[-1] for o in ops)}), "
-            "through F.batch_norm, torch.batch_norm, torch.ops.aten or a torch norm layer. "
+            "through F.batch_norm, F.layer_norm, F.rms_norm, torch.ops.aten or a torch norm layer. "
             "Write the statistics and the normalization with tensor operations "
             "(mean, var, sqrt, ...). This part earns no points."
         )

@@ -11,11 +11,14 @@ import torch
 import torch.nn.functional as F
 
 from autograder.core.engine import GRAD_INPUT, GRAD_PARAMS, OUTPUT, RAISES, Finding
-from autograder.core.norm_hints import GRADIENT_ADVICE
 from autograder.core.numerics import closest_explanation
 from autograder.exercises.ex08_large_models.reference import attend
 
 HALF = (torch.float16, torch.bfloat16)
+RMS_GRADIENT_ADVICE = (
+    "the output is right but the input gradient is not: most likely mean(x²) is computed from a detached "
+    "tensor (.detach(), .item(), torch.no_grad() or numpy), so autograd ignores that it depends on x."
+)
 
 
 def as_tuple(normalized_shape) -> tuple[int, ...]:
@@ -79,7 +82,7 @@ def rms_norm(f: Finding) -> str | None:
         return ("like torch, refuse an input whose last dimensions differ from normalized_shape: raise "
                 "RuntimeError before computing anything (even without a weight whose shape would clash).")
     if f.aspect == GRAD_INPUT:
-        return GRADIENT_ADVICE.replace("μ or σ²", "mean(x²)")
+        return RMS_GRADIENT_ADVICE
     if f.aspect == GRAD_PARAMS:
         if f.student is None:
             return "weight must be an nn.Parameter used in forward, so that it receives a gradient."

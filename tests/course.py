@@ -13,7 +13,7 @@ from autograder.grading.grade import tool_env  # noqa: F401 - the tests' subproc
 REPO = Path(__file__).resolve().parents[1]
 SUBMISSIONS = REPO / "tests" / "submissions"
 ASSIGNMENTS = ["01_covariate_shift", "02_batch_norm", "02b_batch_norm_backward", "03_layer_norm", "04_instance_group_norm",
-               "05_data_vs_layer_norm", "06_training_dynamics", "07_practice_lab"]
+               "05_data_vs_layer_norm", "06_training_dynamics", "07_practice_lab", "08_large_models"]
 
 # A student-added cell that turns every function of the grading package into a no-op.
 GRADER_DISABLING_CELL = (

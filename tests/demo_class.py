@@ -39,6 +39,8 @@ TEST_CELLS = {
     "06_training_dynamics": ["test_ghost_batch_norm", "test_diagnostics", "test_fold_batch_norm", *questions(3)],
     "07_practice_lab": ["test_sync_batch_norm", "test_masked_batch_norm", "test_frozen_batch_norm", "test_recalibrate_bn",
                         "test_float32_stats_layer_norm", *questions(2)],
+    "08_large_models": ["test_rms_norm_forward", "test_rms_norm_contract", "test_qk_norm_attention", "test_dyt",
+                        *questions(2)],
 }
 # Expected points are per test cell, in that order. The code parts come first, the questions
 # last. A submission built from a catalogue file (notebook_with_code) leaves the answer cells
@@ -210,6 +212,23 @@ def practice_lab_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]
     }
 
 
+def large_models_class() -> dict[str, tuple[nbformat.NotebookNode, list[float]]]:
+    a = "08_large_models"
+    return {
+        "solution": (source_notebook(a), [3, 1, 2.5, 1.5, 1, 1]),
+        "stub": (release(a), [0] * 6),
+        "alternatives": (notebook_with_code(a, catalogue(a, "correct_alternatives")), [3, 1, 2.5, 1.5, 0, 0]),
+        # The documentation's torch.finfo(x.dtype).eps read literally: wrong for float16 inputs only.
+        "eps_of_input_dtype": (notebook_with_code(a, catalogue(a, "bug_rms_eps_of_input_dtype")), [0, 1, 2.5, 1.5, 0, 0]),
+        # A forward bug of the RMSNorm costs the attention block that uses it too.
+        "subtracts_mean": (notebook_with_code(a, catalogue(a, "bug_rms_subtracts_mean")), [0, 1, 0, 1.5, 0, 0]),
+        "alpha_per_channel": (notebook_with_code(a, catalogue(a, "bug_dyt_alpha_per_channel")), [3, 1, 2.5, 0, 0, 0]),
+        "functional_cheat": (notebook_with_code(a, catalogue(a, "cheat_functional_rms_norm")), [0, 0, 0, 1.5, 0, 0]),
+        "torch_norm_in_attention": (notebook_with_code(a, catalogue(a, "cheat_torch_rms_norm_in_attention")),
+                                    [3, 1, 0, 1.5, 0, 0]),
+    }
+
+
 CLASSES = {
     "01_covariate_shift": covariate_shift_class,
     "02_batch_norm": batch_norm_class,
@@ -219,6 +238,7 @@ CLASSES = {
     "02b_batch_norm_backward": backward_class,
     "06_training_dynamics": training_dynamics_class,
     "07_practice_lab": practice_lab_class,
+    "08_large_models": large_models_class,
 }
 
 

@@ -52,3 +52,23 @@ def test_practice_lab_solution_passes_on_cpu_and_cuda():
     practice_lab.check_frozen_batch_norm(ns["FrozenBatchNorm2d"], full=True)
     practice_lab.check_recalibrate_bn(ns["recalibrate_bn"], full=True)
     practice_lab.check_sync_batch_norm(ns["SyncBatchNorm2d"], full=True)
+
+
+def test_large_models_solution_passes_on_cpu_and_cuda():
+    """Exercise 08 on a GPU: RMSNorm (float16 and bfloat16 included) against CUDA's nn.RMSNorm, the
+    QK-norm block against CUDA's scaled_dot_product_attention, DyT; and F.rms_norm still earns
+    nothing there."""
+    from autograder.exercises.ex08_large_models import checks as large_models
+
+    ns = load_namespace("08_large_models", solution_code("08_large_models"))
+    large_models.check_rms_norm_forward(ns["RMSNorm"], full=True)
+    large_models.check_rms_norm_contract(ns["RMSNorm"], full=True)
+    large_models.check_qk_norm_attention(ns["QKNormAttention"], ns["RMSNorm"], full=True)
+    large_models.check_dyt(ns["DyT"], full=True)
+
+    class Cheat(ns["RMSNorm"]):
+        def forward(self, x):
+            return torch.nn.functional.rms_norm(x, self.normalized_shape, self.weight, self.eps)
+
+    with pytest.raises(CheckFailed, match="earns no points"):
+        large_models.check_rms_norm_forward(Cheat, full=True)

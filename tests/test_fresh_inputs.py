@@ -16,7 +16,7 @@ from course import load_namespace, run_parts, solution_code
 
 CHAPTERS = ["test_covariate_shift_checks", "test_batch_norm_checks", "test_backward_checks", "test_layer_norm_checks",
             "test_instance_group_norm_checks", "test_data_norm_checks", "test_training_dynamics_checks",
-            "test_practice_lab_checks"]
+            "test_practice_lab_checks", "test_large_models_checks"]
 SECRET = bytes(range(100, 132))
 
 

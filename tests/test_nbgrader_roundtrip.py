@@ -218,6 +218,7 @@ FEEDBACK_PHRASES = {
     "02b_batch_norm_backward": ("no_mean_path", "the path through the mean is missing"),
     "06_training_dynamics": ("fold_no_eps", "ε is missing"),
     "07_practice_lab": ("local_statistics", "each process normalized its own shard"),
+    "08_large_models": ("eps_of_input_dtype", "float16's own eps"),
 }
 
 

@@ -206,7 +206,8 @@ SCORING_RULE = (
     "your answer and may take the point away if it shows a right answer reached for a wrong reason."
 )
 STATES_THE_RULE = ["01_covariate_shift", "02_batch_norm", "02b_batch_norm_backward", "03_layer_norm",
-                   "04_instance_group_norm", "05_data_vs_layer_norm", "06_training_dynamics", "07_practice_lab"]
+                   "04_instance_group_norm", "05_data_vs_layer_norm", "06_training_dynamics", "07_practice_lab",
+                   "08_large_models"]
 
 
 @pytest.mark.parametrize("assignment", STATES_THE_RULE)
@@ -256,6 +257,9 @@ NAIVE_ANSWERS = {
     ("05_data_vs_layer_norm", 2): [0.5, 0.5 / (1 + 1e-5) ** 0.5],  # transform's value; s² = 1 with ε
     ("06_training_dynamics", 2): [0.9, 0.1, 0.9 ** 15],  # one update per step; momentum itself; off by one
     ("07_practice_lab", 2): [1.0, 192 / 191, 16 / 15, 65536 / 65535],  # no correction; local count; images; n·H·W twice
+    # float16's own eps (the docs read literally); LayerNorm's default; a config's rms_norm_eps; bfloat16's; float64's
+    ("08_large_models", 1): [2.0 ** -10, 1e-5, 1e-6, 2.0 ** -7, 2.0 ** -52],
+    ("08_large_models", 2): [64.0, 1.0, 1 / 8, 8 ** 0.5],  # no 1/√d; unit vectors (cosine); 1/√d alone; √√d
 }
 # The right answer, as written at the precision the question asks for.
 ROUNDED_RIGHT = {
@@ -266,6 +270,8 @@ ROUNDED_RIGHT = {
     ("05_data_vs_layer_norm", 2): [158.1, 158.0],
     ("06_training_dynamics", 2): [0.185, 0.1853],
     ("07_practice_lab", 2): [1.000978, 1.00098],
+    ("08_large_models", 1): [1.19e-7, 1.1920929e-07],
+    ("08_large_models", 2): [8, 8.0],
 }
 
 

@@ -128,8 +128,9 @@ STEP_FIELDS = {"error", "output", "grad_input", "grad_params", "buffers", "buffe
 
 
 def _tensor_names(reference: nn.Module) -> tuple[list[str], list[str]]:
-    params = [n for n, _ in reference.named_parameters(recurse=False)]
-    buffers = [n for n, _ in reference.named_buffers(recurse=False)]
+    """The reference's parameters and buffers by ``state_dict`` name (``q_norm.weight`` for a submodule's)."""
+    params = [n for n, _ in reference.named_parameters()]
+    buffers = [n for n, _ in reference.named_buffers()]
     return params, buffers
 
 
@@ -211,20 +212,21 @@ def compare_case(
     found = report["attributes"]
     for name in params:
         if found[name] is None or "shape" not in found[name]:
-            if getattr(reference, name) is not None:
+            if observe.attribute(reference, name) is not None:
                 fail(
                     f"{case.describe()}: your {what} has no tensor attribute `{name}`; "
                     f"{case.reference_name} calls its learnable parameters `weight` (γ) and `bias` (β)."
                 )
     for name in params + buffers:
-        mine, theirs = found[name], getattr(reference, name)
+        mine, theirs = found[name], observe.attribute(reference, name)
         if mine is not None and "shape" in mine and isinstance(theirs, torch.Tensor) and tuple(mine["shape"]) != tuple(theirs.shape):
             fail(
                 f"{case.describe()}: your `{name}` has shape {shape_str(mine['shape'])}; "
                 f"in the reference ({case.reference_name}) it has {shape_str(theirs.shape)}."
             )
     observe.load_state(exact_reference, case.state, case.dtype)
-    initial = {n: (None if getattr(exact_reference, n) is None else getattr(exact_reference, n).detach().clone()) for n in buffers}
+    initial = {n: (None if observe.attribute(exact_reference, n) is None
+                   else observe.attribute(exact_reference, n).detach().clone()) for n in buffers}
     got, ops = run_student(layer, case, params, buffers)
     forbidden.report_normalization_ops(ops, what)
     expected = run_reference(reference, case, params, buffers, case.dtype)

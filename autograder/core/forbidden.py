@@ -36,6 +36,11 @@ TORCH_NORM_CLASSES = {
 }
 
 
+def _is_graders(module: str) -> bool:
+    """A class of the grader's own package (an exercise's reference, the sandbox's helpers)."""
+    return module == "autograder" or module.startswith("autograder.")
+
+
 def _is_torch_norm(module: str, qualname: str) -> bool:
     return (module, qualname) in TORCH_NORM_CLASSES or (
         module.startswith("torch.nn.modules.") and NORMALIZATION_OP.search(qualname.lower().replace("norm", "_norm"))
@@ -51,6 +56,11 @@ def check_class(student, what: str) -> None:
     if not info["is_class"]:
         fail(f"`{what}` should be a class (an nn.Module subclass), got {info['type']}.")
     for module, qualname in info["mro"]:
+        if _is_graders(module):
+            fail(
+                f"`{what}` inherits from the grader's own `{module}.{qualname}`, the reference your work is "
+                "compared with. Subclass nn.Module and write it yourself. This part earns no points."
+            )
         if _is_torch_norm(module, qualname):
             fail(
                 f"`{what}` inherits from torch's `{module}.{qualname}`. "
@@ -83,6 +93,11 @@ def check_submodules(listing: list, what: str) -> None:
     """:func:`check_no_torch_norm_submodule` on a listing from ``observe.submodules``."""
     __tracebackhide__ = True
     for name, module, qualname in listing:
+        if _is_graders(module):
+            fail(
+                f"`{what}` contains the grader's own `{qualname}` (as `{name or 'self'}`), the reference your "
+                "work is compared with. Write it yourself. This part earns no points."
+            )
         if _is_torch_norm(module, qualname):
             fail(
                 f"`{what}` contains torch's own `{qualname}` (as `{name or 'self'}`). "
@@ -97,7 +112,7 @@ def report_normalization_ops(ops: list[str], what: str) -> None:
     if ops:
         fail(
             f"`{what}` ran torch's own normalization kernel ({', '.join('aten::' + o.split('::')[-1] for o in ops)}), "
-            "through F.batch_norm, torch.batch_norm, torch.ops.aten or a torch norm layer. "
+            "through F.batch_norm, F.layer_norm, F.rms_norm, torch.ops.aten or a torch norm layer. "
             "Write the statistics and the normalization with tensor operations "
             "(mean, var, sqrt, ...). This part earns no points."
         )

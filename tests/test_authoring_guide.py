@@ -27,7 +27,7 @@ def test_the_names_to_edit_are_where_the_guide_says():
         "tests/demo_class.py": ["TEST_CELLS", "CLASSES", "def large_models_class"],
         "tests/test_nbgrader_roundtrip.py": ["FEEDBACK_PHRASES"],
         "autograder/sandbox/agent.py": ["OBSERVATION_MODULES"],
-        "autograder/core/hidden_cases.py": ["def of("],
+        "autograder/core/withheld.py": ["def of("],
         "autograder/core/numerics.py": ["def closest_explanation"],
     }
     for path, names in places.items():

@@ -4,14 +4,14 @@ Parts 1 and 2 run the shared engine against ``torch.nn.RMSNorm``; Part 3 against
 attention block built from ``nn.Linear``, ``nn.RMSNorm`` and ``F.scaled_dot_product_attention``
 (:mod:`.reference`), with the student's parameters loaded by ``state_dict`` name; Part 4 against
 the paper's DyT (:mod:`.reference`).  The visible cases are here; ``full=True`` adds the hidden
-ones, which only the grader holds (:mod:`autograder.core.hidden_cases`).
+ones, which only the grader holds (:mod:`autograder.core.withheld`).
 """
 from __future__ import annotations
 
 import torch
 from torch import nn
 
-from autograder.core import engine, forbidden, hidden_cases, integrity, structure
+from autograder.core import engine, forbidden, withheld, integrity, structure
 from autograder.core.devices import devices_for
 from autograder.core.engine import FORWARD_ASPECTS, RAISES, Case, Step
 from autograder.core.inputs import random_tensor, sample_input
@@ -78,7 +78,7 @@ def _own(*named) -> list[Student]:
 
 
 def _hidden():
-    return hidden_cases.of(__package__)
+    return withheld.of(__package__)
 
 
 def check_rms_norm_forward(RMSNorm, full: bool = False) -> None:

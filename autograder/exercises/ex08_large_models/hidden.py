@@ -1,4 +1,4 @@
-"""The hidden cases of exercise 08, which only the grader holds (:mod:`autograder.core.hidden_cases`).
+"""The hidden cases of exercise 08, which only the grader holds (:mod:`autograder.core.withheld`).
 
 Each function adds to the visible cases of the same name in :mod:`.checks`, for one device.
 """

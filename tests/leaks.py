@@ -48,11 +48,12 @@ def secret_lines(kinds=("SOLUTION", "HIDDEN TESTS")) -> set[str]:
 def hidden_cases_by_exercise() -> dict[str, list[str]]:
     """Per ``autograder/exercises/*/hidden.py``: its distinctive code lines (the hidden cases).
 
-    A line that also stands in another module of the package (an import, a common call) is no
-    secret; nor are definitions, imports, comments and docstrings."""
+    A line that also stands in another module of the package or in the book (an import, a common
+    call such as ``if isinstance(module, nn.LayerNorm):``) is no secret; nor are definitions,
+    imports, comments and docstrings."""
     package = REPO / "autograder"
-    elsewhere = {line.strip() for path in package.rglob("*.py") if path.name != "hidden.py"
-                 for line in path.read_text().splitlines()}
+    public = [path for path in package.rglob("*.py") if path.name != "hidden.py"] + list((REPO / "book").rglob("*.md"))
+    elsewhere = {line.strip() for path in public for line in path.read_text().splitlines()}
     found = {}
     for hidden in sorted(package.glob("exercises/*/hidden.py")):
         lines = (line.strip() for line in hidden.read_text().splitlines())

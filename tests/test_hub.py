@@ -169,7 +169,7 @@ def instructor_material() -> list[Path]:
     grade command and every exercise's hidden cases)."""
     package = REPO / "autograder"
     return [REPO / "solutions" / NOTEBOOK, REPO / ".git", REPO / "tests" / "catalogue.py",
-            REPO / "book" / "instructor" / "guide.md", REPO / "benchmarks", REPO / "README.md",
+            REPO / "book" / "instructor" / "checklist.md", REPO / "benchmarks", REPO / "README.md",
             package, package / "grading", package / "grading" / "parts.py", package / "grade.py",
             *sorted(package.rglob("hidden.py"))]
 

@@ -27,7 +27,7 @@ BUGS = {
     "bug_sync_local_count": {"sync": "not this process's count"},
     "bug_masked_counts_padding": {"masked": "your statistics include the padded positions"},
     "bug_masked_padding_not_zero": {"masked": "the padded positions of the output must be 0"},
-    "bug_masked_eval_padding_not_zero": {"masked": "is padding (mask[0, 6] is False): the padded positions of the output must be 0, in eval mode too"},
+    "bug_masked_eval_padding_not_zero": {"masked": "is False): the padded positions of the output must be 0, in eval mode too"},
     "bug_frozen_batch_statistics": {"frozen": "uses its running statistics in training mode too"},
     "bug_frozen_rejects_batch_norm_state": {"frozen": "num_batches_tracked"},
     "bug_frozen_parameters": {"frozen": "none as nn.Parameter"},

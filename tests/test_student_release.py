@@ -147,7 +147,7 @@ def test_no_solution_hidden_test_or_key_in_the_release(release):
     # are what must not be there).
     for path in [*(release / "autograder").rglob("*.py"), *release.glob("*.*")]:
         assert [m for m in MARKERS if m in path.read_text()] == [], path
-    blocks = secret_blocks()
+    blocks = {block: where for block, where in secret_blocks().items() if where not in STATED_IN_FULL}
     assert len(blocks) >= 50
     found = []
     for path in sorted(release.rglob("*")):
@@ -155,6 +155,12 @@ def test_no_solution_hidden_test_or_key_in_the_release(release):
             text = squeeze(readable_text(path))
             found += [f"{path.relative_to(release)}: {where}" for block, where in blocks.items() if block in text]
     assert found == []
+
+
+# Solution blocks the exercise's statement gives line for line, whose reference must ship for the
+# visible check: DyT's parameters (alpha of shape (1,) at alpha_init, weight ones, bias zeros) are
+# the contract of exercise 08's Part 4, and its reference (ex08_large_models/reference.py) holds them.
+STATED_IN_FULL = {"08_large_models dyt solution"}
 
 
 def squeeze(text: str) -> str:

@@ -134,17 +134,21 @@ def scores(course: Path) -> dict[str, float]:
         return {s.student.id: s.score for s in gb.db.query(SubmittedAssignment)}
 
 
-def busy_worker(address: str, certs: Path) -> tuple[str, list[str]]:
-    """The name of a worker that is grading now, and its tasks."""
+def busy_worker(address: str, certs: Path, processes: dict) -> tuple[str, list[str], list[int]]:
+    """A worker that is grading now: its name, its tasks and the processes it started.
+
+    A task can be on a worker a moment before its nbgrader starts, so a worker counts as
+    grading only once it has a child process."""
     from distributed import Client
 
     with Client(address, timeout="30s", security=security(certs)) as client:
-        for _ in range(240):
+        for _ in range(480):
             processing = client.processing()
             names = {addr: info["name"] for addr, info in client.scheduler_info()["workers"].items()}
             for addr, keys in processing.items():
-                if keys:
-                    return names[addr], [str(k) for k in keys]
+                started = children(processes[names[addr]].pid) if keys else []
+                if started:
+                    return names[addr], [str(k) for k in keys], started
             time.sleep(0.25)
     raise AssertionError("no worker was grading")
 
@@ -186,8 +190,7 @@ def test_a_killed_worker_costs_no_student_a_grade(tmp_path):
         for line in command.stdout:
             lines.append(line)
             if line.startswith("[1/"):  # one student merged; both workers are grading the next ones
-                victim, tasks = busy_worker(address, certs)
-                grading = children(processes[victim].pid)  # its nbgrader autograde
+                victim, tasks, grading = busy_worker(address, certs, processes)  # grading: its nbgrader autograde
                 os.killpg(processes[victim].pid, signal.SIGKILL)
                 processes[victim].wait()
                 deadline = time.monotonic() + 10

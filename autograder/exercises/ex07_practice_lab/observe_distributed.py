@@ -2,9 +2,13 @@
 
 :func:`run_replicas` forks one process per replica from the student's own process (so the
 student's class, defined in a notebook cell, exists there too), joins them into a gloo process
-group over the loopback interface (a ``TCPStore`` served by this process on a port the kernel
-picks), and runs in each replica the student's layer on its shard of every step, as the engine runs a
+group over the loopback interface (rendezvous through a ``FileStore`` in a fresh temporary folder),
+and runs in each replica the student's layer on its shard of every step, as the engine runs a
 layer (:func:`autograder.sandbox.observe.run_steps`).
+
+Why a ``FileStore`` and not a ``TCPStore``: torch's TCP store looks up the name of 127.0.0.1 in
+DNS while it connects. Where the resolver is slow (a course hub's, this machine's), a replica then
+waited 5 s, and now and then longer than the whole run's time limit.
 Each replica sends back, as plain data, its outputs, gradients, buffers and the normalization
 kernels it ran; the replicas are killed when they outlive ``seconds``, and none is left behind.
 
@@ -24,8 +28,10 @@ import datetime
 import multiprocessing
 import os
 import pickle
+import shutil
 import signal
 import sys
+import tempfile
 import time
 
 import torch
@@ -60,11 +66,11 @@ def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype
             "this notebook has initialized torch.distributed itself (dist.init_process_group), and the check "
             "starts processes of its own: call dist.destroy_process_group() and run the test again"))}
     context = multiprocessing.get_context("fork")
-    store = distributed.TCPStore("127.0.0.1", 0, world + 1, is_master=True, wait_for_workers=False,
-                                 timeout=datetime.timedelta(seconds=seconds))
+    folder = tempfile.mkdtemp(prefix="normlayers-replicas-")
+    store_file = os.path.join(folder, "store")  # a fresh file: a FileStore must not find an old one
     pipes = [context.Pipe(duplex=False) for _ in range(world)]
     replicas = [context.Process(target=_replica, daemon=True,
-                                args=(rank, world, store.port, cls, args, kwargs, state, steps, dtype, seconds, groups, pipes[rank][1]))
+                                args=(rank, world, store_file, cls, args, kwargs, state, steps, dtype, seconds, groups, pipes[rank][1]))
                 for rank in range(world)]
     reports: list = [None] * world
     deadline = time.monotonic() + seconds
@@ -88,12 +94,12 @@ def run_replicas(cls, args: tuple, kwargs: dict, state: dict, steps: list, dtype
             replica.join(5)
         for receiving, _ in pipes:
             receiving.close()
-        del store
+        shutil.rmtree(folder, ignore_errors=True)
     return {"replicas": [r if type(r) is dict else {"error": RemoteError(("BadReport",), "the replica sent no report")}
                          for r in reports]}
 
 
-def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds, groups, pipe) -> None:
+def _replica(rank, world, store_file, cls, args, kwargs, state, steps, dtype, seconds, groups, pipe) -> None:
     """One replica: join the group, run the steps on this rank's shards, send the report, exit."""
     try:
         ctypes.CDLL(None).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG: die with the student's process
@@ -104,8 +110,8 @@ def _replica(rank, world, port, cls, args, kwargs, state, steps, dtype, seconds,
         os.environ["GLOO_SOCKET_IFNAME"] = "lo"  # the loopback only (in the sandbox, the only interface)
         from torch import distributed
 
-        store = distributed.TCPStore("127.0.0.1", port, world + 1, is_master=False,
-                                     timeout=datetime.timedelta(seconds=seconds))
+        store = distributed.FileStore(store_file, world)
+        store.set_timeout(datetime.timedelta(seconds=seconds))
         distributed.init_process_group("gloo", store=store, rank=rank, world_size=world,
                                        timeout=datetime.timedelta(seconds=seconds))
         try:

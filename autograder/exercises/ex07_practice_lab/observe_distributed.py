@@ -9,6 +9,7 @@ layer (:func:`autograder.sandbox.observe.run_steps`).
 Why a ``FileStore`` and not a ``TCPStore``: torch's TCP store looks up the name of 127.0.0.1 in
 DNS while it connects. Where the resolver is slow (a course hub's, this machine's), a replica then
 waited 5 s, and now and then longer than the whole run's time limit.
+
 Each replica sends back, as plain data, its outputs, gradients, buffers and the normalization
 kernels it ran; the replicas are killed when they outlive ``seconds``, and none is left behind.
 

@@ -138,11 +138,40 @@ def _plain_steps(case: Case) -> list[dict]:
     return [{"mode": step.mode, "x": step.x, "no_grad": step.no_grad, "extra": tuple(step.extra)} for step in case.steps]
 
 
-def run_reference(layer: nn.Module, case: Case, params: list[str], buffers: list[str], dtype: torch.dtype) -> list[StepResult]:
-    """Run one of torch's layers (trusted) through the case's steps, computing in ``dtype``."""
+def run_reference(layer: nn.Module, case: Case, params: list[str], buffers: list[str], dtype: torch.dtype,
+                  steps: list[dict] | None = None) -> list[StepResult]:
+    """Run one of torch's layers (trusted) through the case's steps (or ``steps``, inputs used
+    as they are), computing in ``dtype``."""
     observe.load_state(layer, case.state, case.dtype)
-    report = observe.run_steps(layer, _plain_steps(case), case.dtype, case.device, dtype, params, buffers)
+    report = observe.run_steps(layer, steps or _plain_steps(case), case.dtype, case.device, dtype, params, buffers,
+                               round_input=steps is None)
     return [StepResult.of(r) for r in report["steps"]]
+
+
+NEARBY_INPUTS = 4  # how many moved copies of the input measure the exact answer's spread
+
+
+def nearby_steps(case: Case, k: int) -> list[dict]:
+    """The case's steps with every input element, rounded to the case's dtype, moved by one
+    float32 rounding up or down: x·(1 ± ε₃₂), the signs drawn from seed ``k`` (fixed: the
+    spread they measure must be the same at every grading)."""
+    signs = torch.Generator().manual_seed(k)
+    steps = _plain_steps(case)
+    for step in steps:
+        step["x"] = step["x"].to(case.dtype)
+        if step["x"].is_floating_point():
+            sign = torch.randint(0, 2, step["x"].shape, generator=signs, dtype=torch.float64) * 2 - 1
+            step["x"] = step["x"].to(torch.float64) * (1 + torch.finfo(torch.float32).eps * sign)
+    return steps
+
+
+def run_nearby(reference_cls: type, case: Case, params: list[str], buffers: list[str]) -> list[list[StepResult]]:
+    """Torch's float64 answers for :data:`NEARBY_INPUTS` nearby inputs (none for a float64 case)."""
+    if case.dtype == torch.float64:
+        return []
+    exact_case = Case(**{**case.__dict__, "dtype": torch.float64})
+    return [run_reference(exact_case.build(reference_cls), case, params, buffers, torch.float64, nearby_steps(case, k))
+            for k in range(NEARBY_INPUTS)]
 
 
 def run_student(layer: Student, case: Case, params: list[str], buffers: list[str]) -> tuple[list[StepResult], list[str]]:
@@ -231,14 +260,17 @@ def compare_case(
     forbidden.report_normalization_ops(ops, what)
     expected = run_reference(reference, case, params, buffers, case.dtype)
     exact = run_reference(exact_reference, case, params, buffers, torch.float64)
+    nearby = run_nearby(reference_cls, case, params, buffers)
 
     for i, (s, r, e) in enumerate(zip(got, expected, exact)):
-        finding = _first_difference(case, i, s, r, e, aspects, _state_before(exact, i, initial))
+        near = [run[i] for run in nearby]
+        finding = _first_difference(case, i, s, r, e, aspects, _state_before(exact, i, initial), near)
         if finding is not None:
             fail(_phrase(finding, what, hint))
 
 
-def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspects, state_before):
+def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspects, state_before,
+                      near: list[StepResult] = ()):
     def found(aspect, name, student=None, exact=None, gap=None, detail=""):
         return Finding(case, i, aspect, name, student, exact, gap, state_before, detail)
 
@@ -259,16 +291,19 @@ def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspe
         return None
     pairs = []
     if OUTPUT in aspects:
-        pairs.append((OUTPUT, "output", s.output, r.output, e.output))
+        pairs.append((OUTPUT, "output", s.output, r.output, e.output, [n.output for n in near]))
     if GRAD_INPUT in aspects:
-        pairs.append((GRAD_INPUT, "input gradient", s.grad_input, r.grad_input, e.grad_input))
+        pairs.append((GRAD_INPUT, "input gradient", s.grad_input, r.grad_input, e.grad_input,
+                      [n.grad_input for n in near]))
     if GRAD_PARAMS in aspects:
         for name in r.grad_params:
-            pairs.append((GRAD_PARAMS, f"{name}.grad", s.grad_params.get(name), r.grad_params[name], e.grad_params[name]))
+            pairs.append((GRAD_PARAMS, f"{name}.grad", s.grad_params.get(name), r.grad_params[name],
+                          e.grad_params[name], [n.grad_params.get(name) for n in near]))
     if BUFFERS in aspects:
         for name in r.buffers:
-            pairs.append((BUFFERS, name, s.buffers.get(name), r.buffers[name], e.buffers[name]))
-    for aspect, name, sv, rv, ev in pairs:
+            pairs.append((BUFFERS, name, s.buffers.get(name), r.buffers[name], e.buffers[name],
+                          [n.buffers.get(name) for n in near]))
+    for aspect, name, sv, rv, ev, nv in pairs:
         if rv is None and ev is None:
             if isinstance(sv, torch.Tensor) and aspect == BUFFERS:
                 return found(aspect, name, sv, None, detail=f"torch's `{name}` is None here but yours is a tensor")
@@ -289,7 +324,7 @@ def _first_difference(case, i, s: StepResult, r: StepResult, e: StepResult, aspe
             if not torch.equal(sv.cpu(), rv.cpu()):
                 return found(aspect, name, sv, ev, detail=f"{sv.tolist()} instead of {rv.tolist()}")
             continue
-        gap = discrepancy(sv, rv, ev)
+        gap = discrepancy(sv, rv, ev, [v for v in nv if isinstance(v, torch.Tensor)])
         if gap is not None:
             return found(aspect, name, sv, ev, gap)
     if BUFFERS in aspects and s.buffers_with_history:

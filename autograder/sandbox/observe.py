@@ -231,12 +231,13 @@ def _attribute_or(obj, name: str, default):
 
 
 def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, buffer_names: list,
-              record: bool = False, state: dict | None = None) -> dict:
+              record: bool = False, state: dict | None = None, round_input: bool = True) -> dict:
     """Run ``layer`` through ``steps`` (dicts: mode 'train'/'eval', input x, no_grad, optional
     ``extra`` arguments after x) and record,
     after each, its error or output, the input and parameter gradients, and every buffer.
 
-    The input is rounded to ``case_dtype``, then given to the layer in ``dtype``; each forward is followed by a backward of
+    The input is rounded to ``case_dtype`` (unless not ``round_input``: the grader's nearby
+    inputs, already rounded and then moved), then given to the layer in ``dtype``; each forward is followed by a backward of
     ``sum(output · upstream_gradient)`` unless the step runs under ``torch.no_grad()``.
     ``state``: initial values to load first (:func:`load_state`, rounded to ``case_dtype``).
     Returns ``{"steps": [...], "normalization_ops": [...]}``.
@@ -252,7 +253,8 @@ def run_steps(layer, steps: list, case_dtype, device, dtype, param_names: list, 
             layer.train(step["mode"] == "train")
             for p in layer.parameters():
                 p.grad = None
-            x = step["x"].to(case_dtype).to(device, dtype).detach().requires_grad_(not step["no_grad"])
+            x = step["x"].to(case_dtype) if round_input else step["x"]
+            x = x.to(device, dtype).detach().requires_grad_(not step["no_grad"])
             with recorder:
                 original = x.detach().clone()
                 extra = [e.to(device) if isinstance(e, torch.Tensor) else e for e in step.get("extra", ())]

@@ -104,3 +104,47 @@ def test_torch_rebinding_its_own_names_is_not_tampering():
     finally:
         torch.set_default_dtype(previous)
         integrity.restore()
+
+
+class TwoPassBatchNorm2d(nn.BatchNorm2d):
+    """A correct float32 training forward: the mean first, then the mean squared deviation."""
+
+    def forward(self, x):
+        mean = x.mean(dim=(0, 2, 3), keepdim=True)
+        var = ((x - mean) ** 2).mean(dim=(0, 2, 3), keepdim=True)
+        return (x - mean) / torch.sqrt(var + self.eps) * self.weight[:, None, None] + self.bias[:, None, None]
+
+
+class OnePassBatchNorm2d(nn.BatchNorm2d):
+    """The classic float32 bug: var = E[x²] − E[x]², which cancels catastrophically at a large mean."""
+
+    def forward(self, x):
+        mean = x.mean(dim=(0, 2, 3), keepdim=True)
+        var = (x * x).mean(dim=(0, 2, 3), keepdim=True) - mean * mean
+        return (x - mean) / torch.sqrt(var.clamp_min(0) + self.eps) * self.weight[:, None, None] + self.bias[:, None, None]
+
+
+def test_a_correct_float32_layer_passes_even_where_torch_is_exact():
+    """Where torch's float32 answer happens to be exact (it lands close by luck: 0.3 % of the
+    course inputs failed exercise 02's solution under the old rule), a correct two-pass layer at
+    mean 1e3 must still pass, and the one-pass formula must still fail."""
+    from autograder.core import inputs
+    from autograder.core.engine import Case, Step, run_nearby, run_reference
+
+    params, buffers = ["weight", "bias"], ["running_mean", "running_var", "num_batches_tracked"]
+    failed_by_luck = 0
+    for seed in range(12):
+        x = inputs.channel_input((4, 3, 6, 5), seed=seed, mean=1e3)
+        case = Case("BatchNorm2d", (3,), {}, [Step("train", x)], dtype=torch.float32)
+        exact_case = Case(**{**case.__dict__, "dtype": torch.float64})
+        exact = run_reference(exact_case.build(nn.BatchNorm2d), case, params, buffers, torch.float64)[0]
+        nearby = [run[0] for run in run_nearby(nn.BatchNorm2d, case, params, buffers)]
+        two_pass = run_reference(case.build(TwoPassBatchNorm2d), case, params, buffers, torch.float32)[0]
+        one_pass = run_reference(case.build(OnePassBatchNorm2d), case, params, buffers, torch.float32)[0]
+        aspects = [lambda r: r.output, lambda r: r.grad_input, lambda r: r.grad_params["weight"]]
+        for value in aspects:
+            lucky_torch = value(exact).float()  # torch's float32 answer, as exact as it can be
+            assert discrepancy(value(two_pass), lucky_torch, value(exact), [value(n) for n in nearby]) is None
+            failed_by_luck += discrepancy(value(two_pass), lucky_torch, value(exact)) is not None
+        assert discrepancy(one_pass.output, exact.output.float(), exact.output, [n.output for n in nearby]) is not None
+    assert failed_by_luck > 0, "without the nearby answers a lucky torch would fail the correct layer"

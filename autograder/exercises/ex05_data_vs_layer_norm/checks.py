@@ -536,8 +536,26 @@ def _check_image_statistics(Standardizer: Student, s: Student, x: torch.Tensor, 
             own = _own_feature_statistics(Standardizer, x)
         if own is not None and name in own and _close(value, own[name], exact.get(name), x.dtype):
             continue
+        if x.dtype != F64 and _same_in_float64(Standardizer, x, name):
+            continue
         fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", statistic_hint(name, value, x, exact, _reference().exact_statistics)))
     return found
+
+
+def _same_in_float64(Standardizer: Student, x: torch.Tensor, name: str) -> bool:
+    """Whether the student's fit, given the same images in float64, finds for ``name`` what its
+    own fit on their (N·H·W, C) view finds.  Then the axes are right, and a float32 difference is
+    the rounding of the student's formula, which Part 1 grades: an unstable formula rounds
+    differently on the two layouts, and which one lands closer is luck."""
+    x64 = f64(x)
+    s = Standardizer.construct()
+    if not isinstance(s, Student) or s.call("observe_data.method", "fit", x64)["error"] is not None:
+        return False
+    reported = s.call("observe_data.fitted").get(name, {})
+    own = _own_feature_statistics(Standardizer, x64)
+    if "tensor" not in reported or name not in own:
+        return False
+    return _close(reported["tensor"], own[name], _reference().exact_statistics(x64).get(name), F64)
 
 
 def _fitted_on_features(Standardizer: Student, x: torch.Tensor) -> Student | None:

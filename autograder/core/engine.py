@@ -152,22 +152,24 @@ NEARBY_INPUTS = 4  # how many moved copies of the input measure the exact answer
 
 
 def nearby_steps(case: Case, k: int) -> list[dict]:
-    """The case's steps with every input element, rounded to the case's dtype, moved by one
-    float32 rounding up or down: x·(1 ± ε₃₂), the signs drawn from seed ``k`` (fixed: the
+    """The case's steps with every input element, rounded to the case's dtype, moved up or down
+    by float32's machine epsilon: x·(1 ± 2⁻²³), the signs drawn from seed ``k`` (fixed: the
     spread they measure must be the same at every grading)."""
     signs = torch.Generator().manual_seed(k)
     steps = _plain_steps(case)
     for step in steps:
+        floating = step["x"].is_floating_point()
         step["x"] = step["x"].to(case.dtype)
-        if step["x"].is_floating_point():
+        if floating:
             sign = torch.randint(0, 2, step["x"].shape, generator=signs, dtype=torch.float64) * 2 - 1
             step["x"] = step["x"].to(torch.float64) * (1 + torch.finfo(torch.float32).eps * sign)
     return steps
 
 
 def run_nearby(reference_cls: type, case: Case, params: list[str], buffers: list[str]) -> list[list[StepResult]]:
-    """Torch's float64 answers for :data:`NEARBY_INPUTS` nearby inputs (none for a float64 case)."""
-    if case.dtype == torch.float64:
+    """Torch's float64 answers for :data:`NEARBY_INPUTS` nearby inputs (float32 cases only:
+    :mod:`autograder.core.numerics` uses them for float32 results)."""
+    if case.dtype != torch.float32:
         return []
     exact_case = Case(**{**case.__dict__, "dtype": torch.float64})
     return [run_reference(exact_case.build(reference_cls), case, params, buffers, torch.float64, nearby_steps(case, k))

@@ -136,8 +136,7 @@ def test_a_correct_float32_layer_passes_even_where_torch_is_exact():
     for seed in range(12):
         x = inputs.channel_input((4, 3, 6, 5), seed=seed, mean=1e3)
         case = Case("BatchNorm2d", (3,), {}, [Step("train", x)], dtype=torch.float32)
-        exact_case = Case(**{**case.__dict__, "dtype": torch.float64})
-        exact = run_reference(exact_case.build(nn.BatchNorm2d), case, params, buffers, torch.float64)[0]
+        exact = run_reference(case.in_float64().build(nn.BatchNorm2d), case, params, buffers, torch.float64)[0]
         nearby = [run[0] for run in run_nearby(nn.BatchNorm2d, case, params, buffers)]
         two_pass = run_reference(case.build(TwoPassBatchNorm2d), case, params, buffers, torch.float32)[0]
         one_pass = run_reference(case.build(OnePassBatchNorm2d), case, params, buffers, torch.float32)[0]

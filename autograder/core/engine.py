@@ -85,6 +85,10 @@ class Case:
     def build(self, cls: type) -> nn.Module:
         return cls(*self.args, **self.kwargs, device=self.device, dtype=self.dtype)
 
+    def in_float64(self) -> "Case":
+        """The same case computing in float64 (its inputs and state still rounded to this dtype)."""
+        return Case(**{**self.__dict__, "dtype": torch.float64})
+
 
 @dataclass
 class StepResult:
@@ -143,8 +147,9 @@ def run_reference(layer: nn.Module, case: Case, params: list[str], buffers: list
     """Run one of torch's layers (trusted) through the case's steps (or ``steps``, inputs used
     as they are), computing in ``dtype``."""
     observe.load_state(layer, case.state, case.dtype)
-    report = observe.run_steps(layer, steps or _plain_steps(case), case.dtype, case.device, dtype, params, buffers,
-                               round_input=steps is None)
+    given = steps is not None
+    report = observe.run_steps(layer, steps if given else _plain_steps(case), case.dtype, case.device, dtype,
+                               params, buffers, round_input=not given)
     return [StepResult.of(r) for r in report["steps"]]
 
 
@@ -171,8 +176,8 @@ def run_nearby(reference_cls: type, case: Case, params: list[str], buffers: list
     :mod:`autograder.core.numerics` uses them for float32 results)."""
     if case.dtype != torch.float32:
         return []
-    exact_case = Case(**{**case.__dict__, "dtype": torch.float64})
-    return [run_reference(exact_case.build(reference_cls), case, params, buffers, torch.float64, nearby_steps(case, k))
+    return [run_reference(case.in_float64().build(reference_cls), case, params, buffers, torch.float64,
+                          nearby_steps(case, k))
             for k in range(NEARBY_INPUTS)]
 
 
@@ -232,7 +237,7 @@ def compare_case(
     what = what or case.layer
     aspects = tuple(aspects)
     reference = case.build(reference_cls)
-    exact_reference = Case(**{**case.__dict__, "dtype": torch.float64}).build(reference_cls)
+    exact_reference = case.in_float64().build(reference_cls)
     params, buffers = _tensor_names(reference)
     layer, report = build_student(student(student_cls, what), case, what, params + buffers)
     forbidden.check_submodules(report["submodules"], what)

@@ -24,8 +24,8 @@ failed 5 of 1,500 random course inputs.  The nearby spread does not depend on th
 against the larger of torch's error and the spread, the two-pass layer stayed below 1.9 times
 (800 draws each at spreads 0.3, 1 and 2).  Half results are left to torch's error and the
 floor: their output rounding, which torch shares, dominates.  The one-pass formula still fails
-every catalogued float32 case, with the least room on LayerNorm(64) at mean 1e3 (about 4 times
-the allowance, the same under the old rule).  Across the correct submissions in
+the large-mean float32 cases of every catalogue that holds it, with the least room on
+LayerNorm(64) at mean 1e3 (about 4 times the allowance, the same under the old rule).  Across the correct submissions in
 tests/submissions the worst ratio to torch's own error is 8.3 (plain float32 einsum sums).
 """
 from __future__ import annotations
@@ -70,9 +70,11 @@ def nearby_spread(exact: torch.Tensor, nearby: list[torch.Tensor]) -> float:
     spread = 0.0
     for answer in nearby:
         n = answer.detach().to("cpu", torch.float64)
-        finite = torch.isfinite(n) & torch.isfinite(e) if n.shape == e.shape else None
-        if finite is not None and bool(finite.any()):
-            spread = max(spread, float((n - e).abs()[finite].max()))
+        if n.shape != e.shape:
+            continue
+        gaps = (n - e).abs()[torch.isfinite(n) & torch.isfinite(e)]
+        if gaps.numel():
+            spread = max(spread, float(gaps.max()))
     return spread
 
 

@@ -527,34 +527,33 @@ def _check_image_statistics(Standardizer: Student, s: Student, x: torch.Tensor, 
     __tracebackhide__ = True
     found = _fitted(s, x, where)
     exact, same = _reference().exact_statistics(x), _reference().statistics(x)
-    own = None
+    own = own64 = None
     for name, value in found.items():
         gap = _statistic_gap(value, same.get(name), exact.get(name))
         if gap is None:
             continue
         if own is None:
             own = _own_feature_statistics(Standardizer, x)
-        if own is not None and name in own and _close(value, own[name], exact.get(name), x.dtype) \
-                and _a_formula_mistake(Standardizer, x, name, own[name]):
-            continue
+        if name in own and _close(value, own[name], exact.get(name), x.dtype):
+            if own64 is None:
+                own64 = _own_feature_statistics(Standardizer, x.to(F64))
+            if _a_formula_mistake(own[name], own64.get(name), exact.get(name)):
+                continue
         fail(_report(f"{where}: `{name}`", gap, "StandardScaler's on the (N·H·W, C) view", statistic_hint(name, value, x, exact, _reference().exact_statistics)))
     return found
 
 
-def _a_formula_mistake(Standardizer: Student, x: torch.Tensor, name: str, own: torch.Tensor) -> bool:
-    """Whether the student's own (N·H·W, C) statistic ``own`` is off the same way in float64,
-    that is, closer to its float64 value than that is to the exact one: a formula mistake
-    (n − 1, ε inside the root), which Part 1 grades.  An unstable formula is right in float64
-    and off in float32 by rounding, which differs between the two layouts of the images:
-    whether the two happened to agree must not decide Part 3.  (True also where the class
-    cannot fit float64 data: then the float32 agreement decides.)"""
-    x64 = x.to(F64)
-    own64 = _own_feature_statistics(Standardizer, x64)
-    if name not in own64 or own64[name].shape != own.shape:
+def _a_formula_mistake(own: torch.Tensor, own64: torch.Tensor | None, exact: torch.Tensor) -> bool:
+    """Whether the student's own (N·H·W, C) statistic ``own`` is off the same way in float64
+    (``own64``, their fit of the view in float64), that is, closer to it than it is to the
+    exact value: a formula mistake (n − 1, ε inside the root), which Part 1 grades.  An
+    unstable formula is right in float64 and off in float32 by rounding, which differs between
+    the two layouts of the images: whether the two happened to agree must not decide Part 3.
+    (True also where the class cannot fit float64 data: then the float32 agreement decides.)"""
+    if own64 is None or own64.shape != own.shape:
         return True
-    exact = _reference().exact_statistics(x64).get(name)
-    formula_error = float((f64(own64[name]) - f64(exact)).abs().max())
-    rounding = float((f64(own) - f64(own64[name])).abs().max())
+    formula_error = float((f64(own64) - f64(exact)).abs().max())
+    rounding = float((f64(own) - f64(own64)).abs().max())
     return rounding <= 0.5 * formula_error
 
 
